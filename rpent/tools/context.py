@@ -1,0 +1,134 @@
+"""What a tool handler gets besides its arguments: the runtime, shared state and cancellation."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from rpent.memory import MemoryManager
+
+log = logging.getLogger(__name__)
+
+RuntimeT = TypeVar("RuntimeT")
+
+
+class ToolCancelled(Exception):
+    """Raised by `ToolContext.check_cancelled()` once the call was cancelled."""
+
+
+class CancelToken:
+    """One call's cancellation flag, with callbacks run the moment it is set.
+
+    Callbacks exist so a motion can be stopped from the cancelling thread at once, rather than
+    when the handler next polls (a polling handler could be stuck in a blocking wait).
+    """
+
+    __slots__ = ("_callbacks", "_event", "_lock", "reason")
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._lock = threading.Lock()
+        self._callbacks: list[Callable[[], Any]] = []
+        self.reason = ""
+
+    @property
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    def wait(self, timeout: float | None) -> bool:
+        return self._event.wait(timeout)
+
+    def set(self, reason: str = "cancelled") -> bool:
+        """Set the flag and run the callbacks once; False if it was already set."""
+        with self._lock:
+            if self._event.is_set():
+                return False
+            self.reason = reason
+            self._event.set()
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            _run_callback(callback)
+        return True
+
+    def add_callback(self, callback: Callable[[], Any]) -> None:
+        with self._lock:
+            if not self._event.is_set():
+                self._callbacks.append(callback)
+                return
+        _run_callback(callback)
+
+    def remove_callback(self, callback: Callable[[], Any]) -> None:
+        with self._lock:
+            if callback in self._callbacks:
+                self._callbacks.remove(callback)
+
+
+def _run_callback(callback: Callable[[], Any]) -> None:
+    try:
+        callback()
+    except Exception:  # a failing stop hook must not stop the others or the canceller
+        log.exception("cancel callback %r failed", callback)
+
+
+class ToolContext(Generic[RuntimeT]):
+    """Injected by the executor as the keyword-only `ctx` argument of every tool handler."""
+
+    def __init__(
+        self,
+        *,
+        robot: RuntimeT,
+        state: dict[str, Any],
+        memory: MemoryManager | None,
+        output_dir: Path | None,
+        call_id: int,
+        tool_name: str,
+        cancel_token: CancelToken,
+        frame_sink: Callable[[np.ndarray], None] | None,
+        stage_sink: Callable[[str, str, float | None], None] | None,
+    ) -> None:
+        self.robot = robot
+        self.state = state
+        self.memory = memory
+        self.output_dir = output_dir
+        self.call_id = call_id
+        self.tool_name = tool_name
+        self._cancel = cancel_token
+        self._frame_sink = frame_sink
+        self._stage_sink = stage_sink
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancel.is_set
+
+    def check_cancelled(self) -> None:
+        """Raise ToolCancelled if this call was cancelled; call it at every safe boundary."""
+        if self._cancel.is_set:
+            raise ToolCancelled(self._cancel.reason or "cancelled")
+
+    def wait_cancelled(self, timeout_s: float) -> bool:
+        """Sleep up to `timeout_s`, waking at once on cancel; True if cancelled."""
+        return self._cancel.wait(timeout_s)
+
+    def on_cancel(self, callback: Callable[[], Any]) -> Callable[[], None]:
+        """Run `callback` (from the cancelling thread) the moment this call is cancelled.
+
+        Runs at once if the call is already cancelled. Returns a function that unregisters it.
+        """
+        self._cancel.add_callback(callback)
+        return lambda: self._cancel.remove_callback(callback)
+
+    def record_frame(self, rgb: np.ndarray) -> None:
+        """Add an RGB uint8 frame to the episode video (and this action's clip)."""
+        if self._frame_sink is not None:
+            self._frame_sink(rgb)
+
+    def report(self, stage: str, message: str = "", progress: float | None = None) -> None:
+        """Tell whoever waits on this call (a ROS action client, the dashboard) how it is going."""
+        if self._stage_sink is not None:
+            self._stage_sink(stage, message, progress)

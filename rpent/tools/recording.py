@@ -1,0 +1,165 @@
+"""Episode video and per-action clips: frames from `ctx.record_frame` encoded to H.264 MP4 with PyAV.
+
+Encoding runs on one background thread so a motion tool never waits for the encoder. The MP4 is
+fragmented (moov first, fragments per keyframe), so the part of a video written before a crash
+still plays.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+
+import av
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+_FPS = 30  # nominal rate; timestamps follow the wall clock so playback is real time
+_STOP = object()
+
+
+@dataclass
+class _Frame:
+    target: str
+    rgb: np.ndarray
+    t: float
+
+
+class _Mp4:
+    def __init__(self, path: Path, width: int, height: int) -> None:
+        # H.264 in yuv420p needs even dimensions.
+        self.width, self.height = width - width % 2, height - height % 2
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.container = av.open(
+            str(path), mode="w", options={"movflags": "frag_keyframe+empty_moov+default_base_moof"}
+        )
+        self.stream = self.container.add_stream("libx264", rate=_FPS)
+        self.stream.width, self.stream.height = self.width, self.height
+        self.stream.pix_fmt = "yuv420p"
+        self.stream.codec_context.time_base = Fraction(1, 1000)
+        self.stream.options = {"preset": "veryfast", "crf": "23", "g": "30"}
+        self.t0: float | None = None
+        self.last_pts = -1
+        self.frames = 0
+
+    def add(self, rgb: np.ndarray, t: float) -> None:
+        if self.t0 is None:
+            self.t0 = t
+        pts = max(self.last_pts + 1, int((t - self.t0) * 1000))
+        self.last_pts = pts
+        frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(rgb[:, :, :3]), format="rgb24")
+        if (frame.width, frame.height) != (self.width, self.height):
+            frame = frame.reformat(width=self.width, height=self.height)
+        frame.pts = pts
+        frame.time_base = Fraction(1, 1000)
+        for packet in self.stream.encode(frame):
+            self.container.mux(packet)
+        self.frames += 1
+
+    def close(self) -> None:
+        for packet in self.stream.encode(None):
+            self.container.mux(packet)
+        self.container.close()
+
+
+class VideoRecorder:
+    """Collects frames for `episode.mp4` and optional per-call clips; thread-safe."""
+
+    def __init__(self, output_dir: Path, *, clips: bool = False, max_queue: int = 256) -> None:
+        self.output_dir = output_dir
+        self.clips = clips
+        self._queue: queue.Queue[object] = queue.Queue(maxsize=max_queue)
+        self._writers: dict[str, _Mp4] = {}
+        self._finished_clips: dict[str, Path] = {}
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        self.dropped = 0
+
+    @property
+    def episode_path(self) -> Path:
+        return self.output_dir / "episode.mp4"
+
+    def add(self, rgb: np.ndarray, clip: str | None = None) -> None:
+        array = np.asarray(rgb)
+        if array.dtype != np.uint8 or array.ndim != 3 or array.shape[2] not in (3, 4):
+            raise ValueError(f"record_frame: rgb must be an HxWx3 uint8 array, got {array.dtype} {array.shape}")
+        with self._lock:
+            if self._closed:
+                return
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="rpent-video", daemon=True)
+                self._thread.start()
+        now = time.monotonic()
+        # Copy: the caller may reuse its render buffer. The encoder never mutates, so one copy serves both.
+        frame = array.copy()
+        self._put(_Frame("episode", frame, now))
+        if clip is not None and self.clips:
+            self._put(_Frame(clip, frame, now))
+
+    def end_clip(self, clip: str) -> None:
+        if self.clips and self._thread is not None:
+            self._put(_Frame(clip, np.empty((0, 0, 3), np.uint8), -1.0))
+
+    def _put(self, item: _Frame) -> None:
+        try:
+            # Bounded wait: better to drop a frame than to stall a motion behind a slow encoder.
+            self._queue.put(item, timeout=1.0)
+        except queue.Full:
+            self.dropped += 1
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is _STOP:
+                break
+            assert isinstance(item, _Frame)
+            try:
+                self._handle(item)
+            except Exception:
+                log.exception("video encoding failed for %s", item.target)
+
+    def _handle(self, item: _Frame) -> None:
+        if item.t < 0:  # end of a clip
+            writer = self._writers.pop(item.target, None)
+            if writer is not None:
+                writer.close()
+                self._finished_clips[item.target] = writer.path
+            return
+        writer = self._writers.get(item.target)
+        if writer is None:
+            path = self.episode_path if item.target == "episode" else self.output_dir / "clips" / f"{item.target}.mp4"
+            writer = self._writers[item.target] = _Mp4(path, item.rgb.shape[1], item.rgb.shape[0])
+        writer.add(item.rgb, item.t)
+
+    def clip_path(self, clip: str) -> Path | None:
+        path = self.output_dir / "clips" / f"{clip}.mp4"
+        return path if self.clips else None
+
+    def close(self, timeout: float = 60.0) -> Path | None:
+        """Flush and close every file; returns the episode path if any frame was recorded."""
+        with self._lock:
+            if self._closed:
+                return self.episode_path if self.episode_path.exists() else None
+            self._closed = True
+            thread = self._thread
+        if thread is None:
+            return None
+        self._queue.put(_STOP)
+        thread.join(timeout)
+        for writer in self._writers.values():
+            try:
+                writer.close()
+            except Exception:
+                log.exception("closing %s failed", writer.path)
+        self._writers.clear()
+        if self.dropped:
+            log.warning("video: dropped %d frames because the encoder fell behind", self.dropped)
+        return self.episode_path

@@ -1,0 +1,77 @@
+"""What a tool call returns: data for the model, PNG images beside it, and an error if it failed."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+# Model-facing text is capped so one chatty tool cannot blow a planner's context window.
+MAX_TEXT_BYTES = 60_000
+
+# The key a finish tool puts in its data so the executor recognises an accepted finish.
+FINISH_MARKER = "_finish"
+
+
+def _json_default(value: Any) -> Any:
+    # NumPy scalars and arrays, Paths and other odd values should never make a result unprintable.
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=repr)
+    if isinstance(value, bytes):
+        return f"<{len(value)} bytes>"
+    return str(value)
+
+
+def truncate_utf8(text: str, limit_bytes: int) -> str:
+    """Return `text` cut to at most `limit_bytes` UTF-8 bytes, saying so when it cut."""
+    raw = text.encode("utf-8")
+    if len(raw) <= limit_bytes:
+        return text
+    notice = f"... [truncated: showing {{shown}} of {len(raw)} bytes]"
+    # Reserve room for the notice with the largest number it can print.
+    budget = limit_bytes - len(notice.format(shown=len(raw)).encode("utf-8"))
+    # errors="ignore" drops a multi-byte character split by the cut instead of emitting U+FFFD.
+    head = raw[: max(budget, 0)].decode("utf-8", errors="ignore")
+    return head + notice.format(shown=len(head.encode("utf-8")))
+
+
+@dataclass
+class ToolResult:
+    """The outcome of one tool call.
+
+    `data` is what the model reads (as JSON), `images` are PNG bytes delivered beside the text,
+    `error` is set when the call failed. `image_paths` is filled by the toolkit when it saved the
+    images under the run's output directory (planners that read images from disk use it).
+    """
+
+    data: dict[str, Any] = field(default_factory=dict)
+    images: list[bytes] = field(default_factory=list)
+    error: str | None = None
+    image_paths: list[str] = field(default_factory=list)
+
+    @property
+    def is_error(self) -> bool:
+        return self.error is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Data and error merged into one payload (the error under the key "error")."""
+        payload = dict(self.data)
+        if self.error is not None:
+            payload["error"] = self.error
+        return payload
+
+    def to_text(self, limit_bytes: int = MAX_TEXT_BYTES) -> str:
+        """The model-facing JSON text of `to_dict()`, at most `limit_bytes` UTF-8 bytes."""
+        text = json.dumps(self.to_dict(), ensure_ascii=False, default=_json_default)
+        return truncate_utf8(text, limit_bytes)
+
+    @classmethod
+    def failure(cls, message: str, **data: Any) -> ToolResult:
+        return cls(data=dict(data), error=message)
+
+
+def finish_payload(*, status: str, summary: str, **extra: Any) -> dict[str, Any]:
+    """The data a robot's finish tool returns; the executor stores it (minus the marker) as finish_result."""
+    return {FINISH_MARKER: True, "status": status, "summary": summary, **extra}

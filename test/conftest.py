@@ -1,0 +1,18 @@
+"""Shared test set-up: loopback-only networking, offscreen rendering, isolated memory directories."""
+
+import os
+
+# MuJoCo renders offscreen; no display exists on CI machines.
+os.environ.setdefault("MUJOCO_GL", "egl")
+os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
+# DDS (if a ROS test runs at all) stays on this machine.
+os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+os.environ.setdefault("ROS_LOCALHOST_ONLY", "1")
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def _isolated_memory(tmp_path_factory, monkeypatch):
+    # A test must never read or write the developer's real robot memory.
+    monkeypatch.setenv("RPENT_MEMORY_DIR", str(tmp_path_factory.mktemp("memory")))
