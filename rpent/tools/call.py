@@ -28,7 +28,9 @@ class ToolCall:
     """
 
     __slots__ = (
+        "_admitted",
         "_done",
+        "_gate",
         "_on_stage",
         "_result",
         "_token",
@@ -61,17 +63,26 @@ class ToolCall:
         self.frames = 0
         self._toolkit = toolkit
         self._token = CancelToken()
-        self._done = threading.Event()
+        # Latches made of plain locks (held until released once): far cheaper than Events, and a
+        # call is waited on by at most a few threads.
+        # Both are made only when some thread must wait (see Toolkit._enqueue and submit): an
+        # uncontended execute_tool never blocks, and never pays for them.
+        self._gate: threading.Lock | None = None  # released when the scheduler admits (or drops) the call
+        self._done: threading.Lock | None = None  # released when the result is set
+        self._admitted = False
         self._result: ToolResult | None = None
         self._on_stage = on_stage
 
     def done(self) -> bool:
-        return self._done.is_set()
+        return self._result is not None
 
     def result(self, timeout: float | None = None) -> ToolResult:
         """Wait for the result; raise TimeoutError if it is not there within `timeout` seconds."""
-        if not self._done.wait(timeout):
-            raise TimeoutError(f"tool call {self.id} ({self.name}) did not finish within {timeout} s")
+        if self._result is None:
+            assert self._done is not None, "only submitted calls are waited on"
+            if not self._done.acquire(timeout=-1 if timeout is None else max(timeout, 0)):
+                raise TimeoutError(f"tool call {self.id} ({self.name}) did not finish within {timeout} s")
+            self._done.release()  # let other waiters through too
         assert self._result is not None
         return self._result
 
@@ -93,8 +104,17 @@ class ToolCall:
 
     def _finish(self, result: ToolResult) -> None:
         self._result = result
-        self._set_stage("done")
-        self._done.set()
+        self.stage = "done"
+        if self._on_stage is not None:
+            self._set_stage("done")
+        if self._done is not None:
+            self._done.release()
+
+
+def _latch() -> threading.Lock:
+    lock = threading.Lock()
+    lock.acquire()
+    return lock
 
     def __repr__(self) -> str:
         return f"<ToolCall {self.id} {self.name} {self.stage}>"

@@ -26,46 +26,57 @@ class CancelToken:
     """One call's cancellation flag, with callbacks run the moment it is set.
 
     Callbacks exist so a motion can be stopped from the cancelling thread at once, rather than
-    when the handler next polls (a polling handler could be stuck in a blocking wait).
+    when the handler next polls (a polling handler could be stuck in a blocking wait). The Event
+    behind `wait` is made only when someone waits: most calls are never cancelled or waited on.
     """
 
-    __slots__ = ("_callbacks", "_event", "_lock", "reason")
+    __slots__ = ("_callbacks", "_event", "is_set", "reason")
+
+    # One lock for all tokens: cancelling and waiting are rare, and a token per call is made on
+    # the hot path, where allocating a lock each time shows up in the executor's overhead.
+    _lock = threading.Lock()
 
     def __init__(self) -> None:
-        self._event = threading.Event()
-        self._lock = threading.Lock()
-        self._callbacks: list[Callable[[], Any]] = []
+        self._event: threading.Event | None = None
+        self._callbacks: list[Callable[[], Any]] | None = None
+        self.is_set = False
         self.reason = ""
 
-    @property
-    def is_set(self) -> bool:
-        return self._event.is_set()
-
     def wait(self, timeout: float | None) -> bool:
-        return self._event.wait(timeout)
+        with self._lock:
+            if self.is_set:
+                return True
+            if self._event is None:
+                self._event = threading.Event()
+            event = self._event
+        return event.wait(timeout)
 
     def set(self, reason: str = "cancelled") -> bool:
         """Set the flag and run the callbacks once; False if it was already set."""
         with self._lock:
-            if self._event.is_set():
+            if self.is_set:
                 return False
             self.reason = reason
-            self._event.set()
-            callbacks, self._callbacks = self._callbacks, []
+            self.is_set = True
+            event, callbacks, self._callbacks = self._event, self._callbacks or [], None
+        if event is not None:
+            event.set()
         for callback in callbacks:
             _run_callback(callback)
         return True
 
     def add_callback(self, callback: Callable[[], Any]) -> None:
         with self._lock:
-            if not self._event.is_set():
+            if not self.is_set:
+                if self._callbacks is None:
+                    self._callbacks = []
                 self._callbacks.append(callback)
                 return
         _run_callback(callback)
 
     def remove_callback(self, callback: Callable[[], Any]) -> None:
         with self._lock:
-            if callback in self._callbacks:
+            if self._callbacks and callback in self._callbacks:
                 self._callbacks.remove(callback)
 
 
@@ -78,6 +89,10 @@ def _run_callback(callback: Callable[[], Any]) -> None:
 
 class ToolContext(Generic[RuntimeT]):
     """Injected by the executor as the keyword-only `ctx` argument of every tool handler."""
+
+    __slots__ = (
+        "_cancel", "_frame_sink", "_stage_sink", "call_id", "memory", "output_dir", "robot", "state", "tool_name",
+    )
 
     def __init__(
         self,

@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import BaseModel
 
 from rpent.dashboard.events import DashboardEventSink
 from rpent.memory.manager import MemoryManager, write_text_atomic
-from rpent.tools.call import StageCallback, ToolCall
+from rpent.tools.call import StageCallback, ToolCall, _latch
 from rpent.tools.context import ToolCancelled, ToolContext
 from rpent.tools.recording import VideoRecorder
 from rpent.tools.result import FINISH_MARKER, ToolResult
@@ -76,15 +77,18 @@ class Toolkit:
                 raise ValueError(f"tools: two tools are named '{item.name}'")
             self._tools[item.name] = item
         self._common = frozenset(t.name for t in COMMON_TOOLS)
+        # A toolkit that does not override the capture hook has nothing to observe: skip the stage.
+        self._observes = type(self)._capture_observation is not Toolkit._capture_observation
 
         self._cond = threading.Condition(threading.Lock())
         self._pending: list[ToolCall] = []
         self._active: dict[int, ToolCall] = {}
         self._exclusive_active = False
+        self._drain_waiters = 0
         self._admission = _OPEN
         self._ids = itertools.count(1)
         self._finish_result: dict[str, Any] | None = None
-        self._recipe: list[dict[str, Any]] = []
+        self._recipe: list[tuple[str, BaseModel]] = []
         self._closed_once = False
 
         self._recorder: VideoRecorder | None = None
@@ -121,7 +125,7 @@ class Toolkit:
         on_stage: StageCallback | None = None,
     ) -> ToolCall:
         """Queue a call now (its place in line is fixed here) and run it on a worker thread."""
-        call = self._enqueue(name, arguments, on_stage)
+        call = self._enqueue(name, arguments, on_stage, waited_on=True)
         if not call.done():
             threading.Thread(target=self._admit_and_run, args=(call,), name=f"rpent-call-{call.id}", daemon=True).start()
         return call
@@ -142,25 +146,32 @@ class Toolkit:
                 self._admission = _PAUSED
             dropped, self._pending = self._pending, []
             running = list(self._active.values())
-            self._cond.notify_all()
         for call in dropped:
             call._token.set(reason)
-            self._finish_unstarted(call, f"cancelled before it started: {reason}")
+            self._drop(call, f"cancelled before it started: {reason}")
         for call in running:
             call._token.set(reason)
+        return self._wait_idle(timeout)
+
+    def _wait_idle(self, timeout: float | None) -> bool:
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
-            while self._active:
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
-                    return False
-                self._cond.wait(remaining)
+            self._drain_waiters += 1
+            try:
+                while self._active or self._pending:
+                    remaining = None if deadline is None else deadline - time.monotonic()
+                    if remaining is not None and remaining <= 0:
+                        return False
+                    self._cond.wait(remaining)
+            finally:
+                self._drain_waiters -= 1
         return True
 
     def resume_calls(self) -> None:
         with self._cond:
             if self._admission == _PAUSED:
                 self._admission = _OPEN
+                self._dispatch()
 
     @property
     def finish_result(self) -> dict[str, Any] | None:
@@ -176,15 +187,14 @@ class Toolkit:
             raise ValueError(f"recipe_tag: must match {_RECIPE_TAG.pattern}, got {recipe_tag!r}")
         if self.output_dir is None:
             raise ValueError("write_recipe: this toolkit has no output_dir")
-        with self._cond:
-            lines = [json.dumps(entry, ensure_ascii=False) for entry in self._recipe]
+        lines = [json.dumps(entry, ensure_ascii=False) for entry in self.recipe()]
         path = self.output_dir / f"recipe_{recipe_tag}.jsonl"
         write_text_atomic(path, "".join(line + "\n" for line in lines))
         return path
 
     def recipe(self) -> list[dict[str, Any]]:
-        with self._cond:
-            return [dict(entry) for entry in self._recipe]
+        """The successful robot calls so far, in completion order: {"tool", "arguments"} each."""
+        return [{"tool": name, "arguments": model.model_dump(mode="json")} for name, model in list(self._recipe)]
 
     def close(self, timeout: float | None = None) -> Path | None:
         """Refuse new calls for good, let queued and running ones finish, then save the episode video."""
@@ -193,13 +203,8 @@ class Toolkit:
             if self._closed_once:
                 return self._episode_if_any()
             self._closed_once = True
-            deadline = None if timeout is None else time.monotonic() + timeout
-            while self._active or self._pending:
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
-                    log.warning("close: %d calls still running after %.1f s", len(self._active), timeout)
-                    break
-                self._cond.wait(remaining)
+        if not self._wait_idle(timeout):
+            log.warning("close: calls still running after %.1f s", timeout)
         episode = self._recorder.close() if self._recorder is not None else None
         if self._steps is not None:
             self._steps.close()
@@ -229,8 +234,17 @@ class Toolkit:
             return self._recorder.episode_path
         return None
 
-    def _enqueue(self, name: str, arguments: Mapping[str, Any] | str | None, on_stage: StageCallback | None) -> ToolCall:
+    def _enqueue(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | str | None,
+        on_stage: StageCallback | None,
+        *,
+        waited_on: bool = False,
+    ) -> ToolCall:
         call = ToolCall(self, next(self._ids), name, arguments, on_stage)
+        if waited_on:
+            call._done = _latch()
         tool = self._tools.get(name)
         if tool is None:
             self._reject(call, f"unknown tool '{name}' (available: {', '.join(self._tools)})")
@@ -238,7 +252,7 @@ class Toolkit:
         call.tool = tool
         call.exclusive = not tool.readonly
         try:
-            call.model = tool.validate(_as_mapping(arguments, name))
+            call.model = tool.validate(arguments if type(arguments) is dict else _as_mapping(arguments, name))
         except ToolArgumentError as exc:
             self._reject(call, str(exc))
             return call
@@ -248,10 +262,14 @@ class Toolkit:
                 error = f"toolkit is {state}; '{name}' was not run"
             else:
                 error = None
+                call.stage = "queued"
                 self._pending.append(call)
+                self._dispatch()
+                if not call._admitted:
+                    call._gate = _latch()
         if error is not None:
             self._reject(call, error)
-        else:
+        elif call._on_stage is not None:
             call._set_stage("queued")
         return call
 
@@ -264,30 +282,39 @@ class Toolkit:
         self._log_step(call, result, now, now)
         call._finish(result)
 
-    def _can_start(self, call: ToolCall) -> bool:
-        if self._exclusive_active:
-            return False
+    def _dispatch(self) -> None:
+        """Admit every queued call that may start now (caller holds the lock).
+
+        Admission hands the call straight to its waiting thread by releasing its gate, so only the
+        threads that can run wake up.
+        """
+        if self._exclusive_active or not self._pending:
+            return
+        admitted = 0
+        for call in self._pending:
+            if call.exclusive:
+                if not self._active and admitted == 0:
+                    self._admit(call)
+                    admitted += 1
+                break  # nothing queued behind an exclusive call may overtake it
+            self._admit(call)
+            admitted += 1
+        if admitted:
+            del self._pending[:admitted]
+
+    def _admit(self, call: ToolCall) -> None:
+        self._active[call.id] = call
         if call.exclusive:
-            return not self._active and self._pending[0] is call
-        for queued in self._pending:  # no exclusive call may be waiting ahead of a read-only one
-            if queued is call:
-                return True
-            if queued.exclusive:
-                return False
-        return False
+            self._exclusive_active = True
+        call._admitted = True
+        if call._gate is not None:
+            call._gate.release()
 
     def _admit_and_run(self, call: ToolCall) -> None:
-        with self._cond:
-            while True:
-                if call.done():  # dropped while queued
-                    return
-                if self._can_start(call):
-                    break
-                self._cond.wait()
-            self._pending.remove(call)
-            self._active[call.id] = call
-            if call.exclusive:
-                self._exclusive_active = True
+        if call._gate is not None:
+            call._gate.acquire()  # returns once admitted, or once dropped from the queue
+        if not call._admitted:
+            return
         try:
             result = self._run(call)
         except Exception as exc:  # defensive: _run catches handler errors itself
@@ -295,10 +322,12 @@ class Toolkit:
             result = ToolResult(error=f"internal error: {type(exc).__name__}: {exc}")
         finally:
             with self._cond:
-                self._active.pop(call.id, None)
+                del self._active[call.id]
                 if call.exclusive:
                     self._exclusive_active = False
-                self._cond.notify_all()
+                self._dispatch()
+                if self._drain_waiters:
+                    self._cond.notify_all()
         call._finish(result)
 
     def _cancel_call(self, call: ToolCall, reason: str) -> bool:
@@ -308,22 +337,33 @@ class Toolkit:
             queued = call in self._pending
             if queued:
                 self._pending.remove(call)
-                self._cond.notify_all()
+                self._dispatch()  # a dropped exclusive call may unblock read-only calls behind it
+                if self._drain_waiters:
+                    self._cond.notify_all()
         call._token.set(reason)  # outside the lock: stop hooks may talk to hardware
         if queued:
-            self._finish_unstarted(call, f"cancelled before it started: {reason}")
+            self._drop(call, f"cancelled before it started: {reason}")
         return True
+
+    def _drop(self, call: ToolCall, error: str) -> None:
+        self._finish_unstarted(call, error)
+        if call._gate is not None:
+            call._gate.release()  # wake its waiting thread, which sees it was not admitted
 
     def _run(self, call: ToolCall) -> ToolResult:
         tool, model = call.tool, call.model
         assert tool is not None and model is not None
-        started = time.time()
+        recording = self._events_on or self._steps is not None
+        started = time.time() if recording else 0.0
         t0 = time.perf_counter()
-        call._set_stage("running")
+        call.stage = "running"
+        if call._on_stage is not None:
+            call._set_stage("running")
         kwargs = dict(model.__dict__)
-        arguments_json = model.model_dump(mode="json") if (self._events_on or self._steps is not None) else kwargs
-        self._publish("tool_started", {"call_id": call.id, "tool": call.name, "arguments": arguments_json})
-        clip = f"{call.id:05d}_{call.name}"
+        arguments_json = model.model_dump(mode="json") if recording else None
+        if self._events_on:
+            self._publish("tool_started", {"call_id": call.id, "tool": call.name, "arguments": arguments_json})
+        clip = f"{call.id:05d}_{call.name}" if self._recorder is not None else ""
         ctx: ToolContext[Any] = ToolContext(
             robot=self.robot,
             state=self.state,
@@ -344,9 +384,9 @@ class Toolkit:
             result = ToolResult(error=f"{type(exc).__name__}: {exc}")
         elapsed = time.perf_counter() - t0
 
-        finish = not result.is_error and bool(result.data.get(FINISH_MARKER))
-        robot_call = call.name not in self._common and not finish and call.name != "finish"
-        if robot_call and not tool.readonly:
+        finish = result.error is None and bool(result.data.get(FINISH_MARKER))
+        robot_call = not finish and call.name not in self._common and call.name != "finish"
+        if robot_call and not tool.readonly and self._observes:
             call._set_stage("capturing")
             result = self._capture(call, kwargs, result, elapsed)
         if finish:
@@ -355,13 +395,22 @@ class Toolkit:
             self._publish("finish", {"call_id": call.id, "finish_result": self._finish_result})
         if result.images and self.output_dir is not None:
             result.image_paths = self._save_images(call, result.images)
-        if robot_call and not result.is_error:
-            with self._cond:
-                self._recipe.append({"tool": call.name, "arguments": _json_args(model)})
+        if robot_call and result.error is None:
+            # The validated model is kept and dumped only when a recipe is written. list.append is
+            # atomic, so concurrent read-only calls need no lock here.
+            self._recipe.append((call.name, model))
+        if recording:
+            self._after_run(call, result, started, arguments_json, clip)
+        return result
+
+    def _after_run(self, call: ToolCall, result: ToolResult, started: float, arguments: Any, clip: str) -> None:
+        """Write the step record and tell the dashboard (only when either is on)."""
         ended = time.time()
-        self._log_step(call, result, started, ended, arguments_json)
+        self._log_step(call, result, started, ended, arguments)
+        if not self._events_on:
+            return
         clip_path = None
-        if call.frames and self._recorder is not None and self._events_on:
+        if call.frames and self._recorder is not None:
             self._recorder.end_clip(clip)
             clip_path = self._recorder.clip_path(clip)
         self._publish(
@@ -369,15 +418,14 @@ class Toolkit:
             {
                 "call_id": call.id,
                 "tool": call.name,
-                "arguments": arguments_json,
+                "arguments": arguments,
                 "duration_s": ended - started,
                 "error": result.error,
-                "result": result.to_dict() if self._events_on else None,
+                "result": result.to_dict(),
                 "images": result.image_paths,
                 "clip": str(clip_path) if clip_path else None,
             },
         )
-        return result
 
     def _capture(self, call: ToolCall, kwargs: dict[str, Any], result: ToolResult, elapsed: float) -> ToolResult:
         try:
@@ -452,6 +500,8 @@ def _as_mapping(arguments: Mapping[str, Any] | str | None, name: str) -> Mapping
 
 
 def _as_result(value: Any) -> ToolResult:
+    if type(value) is dict:
+        return ToolResult(data=value)
     if isinstance(value, ToolResult):
         return value
     if value is None:
@@ -460,6 +510,3 @@ def _as_result(value: Any) -> ToolResult:
         return ToolResult(data=dict(value))
     return ToolResult(data={"result": value})
 
-
-def _json_args(model: Any) -> dict[str, Any]:
-    return model.model_dump(mode="json")
