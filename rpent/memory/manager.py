@@ -98,6 +98,12 @@ def _names(roots: Iterable[Path]) -> str:
     return " or ".join(str(r) for r in roots)
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def write_text_atomic(path: Path, text: str) -> None:
     """Write via a temporary file and rename, so readers never see half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -107,6 +113,8 @@ def write_text_atomic(path: Path, text: str) -> None:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
+        # mkstemp makes 0600 files; a run's record is shared like any other file (umask applies).
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -95,7 +95,9 @@ class Toolkit:
         self._steps: StepLog | None = None
         if self.output_dir is not None:
             self.output_dir.mkdir(parents=True, exist_ok=True)
-            self._recorder = VideoRecorder(self.output_dir, clips=self._events_on)
+            # Per-action clips serve the dashboard; a sink that only logs says clips = False.
+            clips = self._events_on and bool(getattr(dashboard_events, "clips", True))
+            self._recorder = VideoRecorder(self.output_dir, clips=clips)
             self._steps = StepLog(self.output_dir / "steps.jsonl")
 
     # ---- public API -------------------------------------------------------------------------
@@ -410,7 +412,7 @@ class Toolkit:
         if not self._events_on:
             return
         clip_path = None
-        if call.frames and self._recorder is not None:
+        if call.frames and self._recorder is not None and self._recorder.clips:
             self._recorder.end_clip(clip)
             clip_path = self._recorder.clip_path(clip)
         self._publish(

@@ -1,0 +1,3 @@
+from rpent.cli.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,48 @@
+"""What a run leaves in its output directory besides steps.jsonl and the video, and memory publication."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from rpent.memory import MemoryAccess, MemoryManager
+from rpent.memory.manager import write_text_atomic
+from rpent.tools.result import _json_default
+
+log = logging.getLogger(__name__)
+
+
+def write_json(path: Path, payload: Any) -> None:
+    write_text_atomic(path, json.dumps(payload, indent=2, ensure_ascii=False, default=_json_default) + "\n")
+
+
+def qualifies_for_memory(finish_result: dict[str, Any] | None, solved: bool | None) -> bool:
+    """A run is published to memory only if it finished with success and the robot did not disagree."""
+    return bool(finish_result) and finish_result.get("status") == "success" and solved is not False
+
+
+def publish_to_memory(memory: MemoryManager, output_dir: Path, files: list[Path], run_id: str) -> Path | None:
+    """Copy recipe and audit into the memory inbox under a fresh folder; never over existing files."""
+    if memory.access is MemoryAccess.READ_ONLY:
+        log.info("memory is read-only for this run: nothing published")
+        return None
+    folder = memory.inbox / run_id
+    suffix = 1
+    while folder.exists():
+        suffix += 1
+        folder = memory.inbox / f"{run_id}-{suffix}"
+    memory.authorize_write(folder / "placeholder")
+    folder.mkdir(parents=True)
+    for source in files:
+        if source.exists():
+            shutil.copy2(source, folder / source.name)
+    log.info("published recipe and audit to %s", folder)
+    return folder
+
+
+def run_id_for(robot: str, started: float) -> str:
+    return f"{robot}-{time.strftime('%Y%m%d-%H%M%S', time.localtime(started))}"

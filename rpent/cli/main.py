@@ -1,0 +1,144 @@
+"""The `rpent` command: run a task, list robots and tools, serve a toolkit over MCP."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from collections.abc import Sequence
+
+from rpent.cli.logs import setup_console
+from rpent.robot import ConfigError, RobotNotFound, list_robots, load_robot
+
+PLANNER_NAMES = ("api", "claude_code", "codex", "replay")
+log = logging.getLogger("rpent.cli")
+
+DESCRIPTION = """\
+RPent: let a language model operate a robot through typed, safe, cancellable tools.
+
+  rpent robots                          list installed robots
+  rpent tools --robot toy               print each tool's name, description and JSON schema
+  rpent run --robot toy --planner replay --recipe robots/toy/recipes/red_block_in_bin.jsonl
+  rpent run --robot NAME --help         the robot's own flags
+"""
+
+
+def _common_run_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--robot", required=True, help="robot name (see `rpent robots`)")
+    parser.add_argument("--planner", choices=PLANNER_NAMES, default="replay",
+                        help="who plans: the Anthropic API, Claude Code, Codex, or a recipe replay (default replay)")
+    parser.add_argument("--task", help="the task in words (default: the robot's default task)")
+    parser.add_argument("--max-turns", type=int, default=60, help="model turns (replay: steps) before giving up (default 60)")
+    parser.add_argument("--output-dir", help="where the run's record goes (default runs/<robot>-<time>)")
+    parser.add_argument("--recipe-tag", help="name of the recipe written on success (default: the robot name)")
+    parser.add_argument("--memory-dir", help="the robot's memory directory (default: $RPENT_MEMORY_DIR/<robot> or ~/.local/share/rpent/memory/<robot>)")
+    parser.add_argument("--memory-access", choices=("read-only", "read-write", "inbox-write"), default="inbox-write",
+                        help="what tools may write in memory (default inbox-write: only under inbox/)")
+    replay = parser.add_argument_group("replay planner")
+    replay.add_argument("--recipe", help="recipe JSONL file to replay (with --planner replay)")
+    replay.add_argument("--continue-on-error", action="store_true", help="keep replaying after a failed step")
+    model = parser.add_argument_group("model planners (api, claude_code, codex)")
+    model.add_argument("--model", help="model name (default: the planner's documented default)")
+    model.add_argument("--base-url", help="model endpoint (e.g. an Anthropic-compatible gateway); default from the environment")
+    model.add_argument("--api-key-env", help="name of the environment variable holding the API key (default ANTHROPIC_API_KEY)")
+    model.add_argument("--max-wall-time", type=float, help="seconds before the planner gives up")
+    output = parser.add_argument_group("output")
+    output.add_argument("--quiet", action="store_true", help="only warnings and errors on the console")
+    output.add_argument("--json", dest="json_logs", action="store_true", help="console log lines as JSON")
+
+
+def build_parser(robot_spec=None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rpent", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = commands.add_parser("run", help="run one task with a planner", description="Run one task: start the robot's runtime, "
+                              "plan with the chosen planner until its finish tool is accepted, and save the run's record "
+                              "(run.log, steps.jsonl, images/, transcript.json, episode.mp4, result.json, recipe_<tag>.jsonl).")
+    _common_run_args(run)
+    if robot_spec is not None:
+        robot_spec.add_cli_args(run)
+
+    commands.add_parser("robots", help="list installed robots", description="List the robots found as robots.<name> packages "
+                        "or through the rpent.robots entry-point group.")
+
+    tools = commands.add_parser("tools", help="print a robot's tools and their JSON schemas (starts no hardware)",
+                                description="Print each tool's name, description and JSON input schema without starting hardware.")
+    tools.add_argument("--robot", required=True, help="robot name")
+    tools.add_argument("--json", dest="json_out", action="store_true", help="print one JSON list instead of text")
+    return parser
+
+
+def _robot_from_argv(argv: Sequence[str]) -> str | None:
+    for i, arg in enumerate(argv):
+        if arg == "--robot" and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith("--robot="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    spec = None
+    module = None
+    robot_name = _robot_from_argv(argv)
+    if argv[:1] == ["run"] and robot_name:
+        try:
+            module = load_robot(robot_name)
+            spec = module.get_robot_spec()
+        except RobotNotFound as exc:
+            print(f"rpent: error: {exc}", file=sys.stderr)
+            return 2
+    parser = build_parser(spec)
+    args = parser.parse_args(argv)
+
+    if args.command == "robots":
+        for name in list_robots():
+            print(name)
+        return 0
+    if args.command == "tools":
+        return _print_tools(args)
+
+    setup_console(quiet=args.quiet, json_logs=args.json_logs)
+    assert module is not None and spec is not None
+    from rpent.cli.run import EXIT_CONFIG, default_output_dir, run
+
+    if args.output_dir is None:
+        args.output_dir = str(default_output_dir(spec.name))
+    try:
+        return run(args, spec, module)
+    except ConfigError as exc:
+        print(f"rpent: error: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+
+
+def _print_tools(args: argparse.Namespace) -> int:
+    try:
+        return _write_tools(args)
+    except BrokenPipeError:  # `rpent tools ... | head` is fine
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
+        return 0
+
+
+def _write_tools(args: argparse.Namespace) -> int:
+    try:
+        spec = load_robot(args.robot).get_robot_spec()
+    except RobotNotFound as exc:
+        print(f"rpent: error: {exc}", file=sys.stderr)
+        return 2
+    tools = spec.list_tools()
+    if args.json_out:
+        print(json.dumps([t.to_dict() for t in tools], indent=2))
+        return 0
+    for t in tools:
+        print(f"{t.name}{' (read-only)' if t.readonly else ''}")
+        print("  " + t.description.replace("\n", "\n  "))
+        print("  schema: " + json.dumps(t.input_schema))
+        print()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
