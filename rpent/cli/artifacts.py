@@ -25,7 +25,7 @@ def qualifies_for_memory(finish_result: dict[str, Any] | None, solved: bool | No
     return bool(finish_result) and finish_result.get("status") == "success" and solved is not False
 
 
-def publish_to_memory(memory: MemoryManager, output_dir: Path, files: list[Path], run_id: str) -> Path | None:
+def publish_to_memory(memory: MemoryManager, files: list[Path], run_id: str) -> Path | None:
     """Copy recipe and audit into the memory inbox under a fresh folder; never over existing files."""
     if memory.access is MemoryAccess.READ_ONLY:
         log.info("memory is read-only for this run: nothing published")

@@ -52,7 +52,7 @@ def test_replay_run_writes_the_whole_record(tmp_path):
 
     transcript = json.loads((out / "transcript.json").read_text())
     assert [t["tool"] for t in transcript] == [*TOOL_SEQUENCE, "finish"]
-    assert "run ended: status=finished" in (out / "run.log").read_text()
+    assert "task ended: status=finished" in (out / "run.log").read_text()
     assert video_frames(out / "episode.mp4") > 20
 
     recipe = [json.loads(line) for line in (out / "recipe_toy.jsonl").read_text().splitlines()]
@@ -193,7 +193,8 @@ def test_sigint_cancels_the_motion_and_keeps_the_record(tmp_path):
     assert [s["tool"] for s in steps] == ["get_state", "move_to"]
     assert steps[1]["cancelled"] is True and "cancelled" in steps[1]["error"]
     result = json.loads((out / "result.json").read_text())
-    assert result["status"] == "interrupted"
+    assert result["status"] == "aborted"
+    assert result["finish_result"]["operator_aborted"] is True
     assert video_frames(out / "episode.mp4") > 0
 
 

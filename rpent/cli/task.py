@@ -1,0 +1,180 @@
+"""One task against an already started runtime: toolkit, planner, and the run's record.
+
+`rpent run` wraps one TaskRun between runtime start and stop; the dashboard runs many TaskRuns in one
+session, reusing the shared runtime components. Either way the record is the same.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from rpent.cli.artifacts import publish_to_memory, qualifies_for_memory, run_id_for, write_json
+from rpent.planner.base import AbortRequest, OperatorInput, OperatorMessage, Planner, PlannerResult, PlannerStatus
+from rpent.robot import RobotSpec, RunConfig
+
+log = logging.getLogger("rpent.run")
+
+
+class TaskRun:
+    """Runs one task to a saved record. `run()` blocks; `abort()`, `send_message()` and `add_note()`
+    may be called from other threads while it runs."""
+
+    def __init__(
+        self,
+        *,
+        spec: RobotSpec,
+        robot: ModuleType,
+        config: RunConfig,
+        planner: Planner,
+        planner_name: str,
+        max_turns: int,
+        runtime_kwargs: dict[str, Any],
+        events: Any,
+        dashboard_interaction: Any = None,
+    ) -> None:
+        self.spec = spec
+        self.robot = robot
+        self.config = config
+        self.planner = planner
+        self.planner_name = planner_name
+        self.max_turns = max_turns
+        self.runtime_kwargs = runtime_kwargs
+        self.events = events
+        self.dashboard_interaction = dashboard_interaction
+        self.inputs: queue.Queue[OperatorInput] = queue.Queue()
+        self.toolkit: Any = None
+        self.summary: dict[str, Any] | None = None
+        self.aborted: str | None = None
+        self._notes: list[str] = []
+        self._lock = threading.Lock()
+        self._toolkit_ready = threading.Event()
+
+    # ---- operator side ----------------------------------------------------------------------
+
+    def send_message(self, text: str) -> None:
+        self.inputs.put(OperatorMessage(text))
+
+    def add_note(self, text: str) -> None:
+        with self._lock:
+            self._notes.append(text)
+
+    def abort(self, reason: str = "operator abort", timeout: float = 10.0) -> bool:
+        """Cancel the active tool call (the robot stops) and end the task with status aborted."""
+        with self._lock:
+            if self.aborted is None:
+                self.aborted = reason
+        self.inputs.put(AbortRequest(reason))
+        toolkit = self.toolkit
+        if toolkit is None:
+            return True
+        return toolkit.cancel_active_and_wait(timeout=timeout, reason=reason)
+
+    # ---- the task ---------------------------------------------------------------------------
+
+    def run(self) -> dict[str, Any]:
+        started = time.time()
+        config = self.config
+        config.output_dir.mkdir(parents=True, exist_ok=True)
+        result: PlannerResult | None = None
+        error: str | None = None
+        try:
+            self.toolkit = self.robot.get_toolkit(runtime_kwargs=self.runtime_kwargs, dashboard_events=self.events, config=config)
+            self._toolkit_ready.set()
+            if self.aborted is not None:  # aborted while the toolkit was being built
+                self.toolkit.cancel_active_and_wait(timeout=1, reason=self.aborted)
+            system_prompt, user_message = self.spec.prompts.render(config.prompt_vars)
+            log.info("planning with %s (max %d turns)", self.planner_name, self.max_turns)
+            result = self.planner.solve(
+                system_prompt=system_prompt,
+                user_message=user_message,
+                toolkit=self.toolkit,
+                max_turns=self.max_turns,
+                input_queue=self.inputs,
+                dashboard_interaction=self.dashboard_interaction,
+            )
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            log.exception("task failed: %s", error)
+        finally:
+            self._toolkit_ready.set()
+            self.summary = self._finish(result, error, started)
+        return self.summary
+
+    def _finish(self, result: PlannerResult | None, error: str | None, started: float) -> dict[str, Any]:
+        """Always: solved(), transcript, finish result with operator fields, recipe, video, result.json."""
+        config, toolkit = self.config, self.toolkit
+        output_dir = config.output_dir
+        solved = None
+        finish: dict[str, Any] | None = None
+        recipe_path: Path | None = None
+        episode = None
+        published = None
+        try:
+            if toolkit is not None:
+                try:
+                    solved = toolkit.solved()
+                except Exception:
+                    log.exception("solved() failed")
+                finish = dict(toolkit.finish_result) if toolkit.finish_result is not None else None
+            with self._lock:
+                notes, aborted = list(self._notes), self.aborted
+            if aborted is not None or notes:
+                finish = dict(finish or {"status": "aborted" if aborted else None, "summary": None})
+                finish["operator_aborted"] = aborted is not None
+                finish["operator_notes"] = [*finish.get("operator_notes", []), *notes]
+            if result is not None:
+                write_json(output_dir / "transcript.json", result.transcript)
+            ok = qualifies_for_memory(finish, solved) and aborted is None and error is None
+            if toolkit is not None and ok:
+                recipe_path = toolkit.write_recipe(config.recipe_tag)
+        finally:
+            if toolkit is not None:
+                try:
+                    episode = toolkit.close(timeout=30)
+                except Exception:
+                    log.exception("closing the toolkit failed")
+        status = "aborted" if aborted is not None else (result.status.value if result is not None else "error")
+        summary = {
+            "robot": config.robot,
+            "task": config.task,
+            "planner": self.planner_name,
+            "status": status,
+            "stop_reason": aborted if aborted is not None else (result.stop_reason if result is not None else error),
+            "finish_result": finish,
+            "finish_status": (finish or {}).get("status"),
+            "summary": (finish or {}).get("summary"),
+            "solved": solved,
+            "turns": result.turns if result is not None else 0,
+            "usage": result.usage.to_dict() if result is not None else None,
+            "wall_time_s": round(time.time() - started, 3),
+            "output_dir": str(output_dir),
+            "episode": str(episode) if episode else None,
+            "recipe": str(recipe_path) if recipe_path else None,
+            "error": error or (result.error if result is not None else None),
+        }
+        write_json(output_dir / "result.json", summary)
+        if recipe_path is not None and toolkit is not None and toolkit.memory is not None:
+            try:
+                published = publish_to_memory(
+                    toolkit.memory, [recipe_path, output_dir / "result.json", output_dir / "steps.jsonl"],
+                    run_id_for(config.robot, started),
+                )
+            except Exception:
+                log.exception("publishing to memory failed")
+        log.info(
+            "task ended: status=%s finish=%s solved=%s turns=%s wall=%.1fs%s",
+            status, summary["finish_status"], solved, summary["turns"], summary["wall_time_s"],
+            f" published={published}" if published else "",
+        )
+        return summary
+
+    @property
+    def succeeded(self) -> bool:
+        s = self.summary or {}
+        return s.get("status") == PlannerStatus.FINISHED.value and s.get("finish_status") == "success" and s.get("solved") is not False

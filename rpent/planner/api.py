@@ -1,0 +1,444 @@
+"""The `api` planner: a tool-use loop on the Anthropic Messages API through the official SDK.
+
+The loop runs on its own asyncio event loop (the async client never blocks it); tool calls run in
+the toolkit's worker threads through `rpent.planner.base.execute_tool`. Works against any
+Anthropic-compatible endpoint (base URL, key variable and model are options).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import os
+import queue
+import random
+import time
+from collections.abc import Callable
+from typing import Any
+
+import anthropic
+
+from rpent.planner.base import (
+    OperatorInbox,
+    OperatorInput,
+    Planner,
+    PlannerResult,
+    PlannerStatus,
+    TokenUsage,
+    check_max_turns,
+    check_positive,
+    execute_tool,
+)
+from rpent.tools.result import ToolResult
+from rpent.tools.toolkit import Toolkit
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MODEL = "claude-sonnet-4-5"
+_CACHE = {"type": "ephemeral"}
+_CACHEABLE_BLOCKS = frozenset({"text", "image", "tool_use", "tool_result"})  # not thinking blocks
+_RETRYABLE_STATUS = frozenset({408, 409, 429})
+_RETRYABLE_ERROR_TYPES = frozenset({"overloaded_error", "rate_limit_error", "api_error", "timeout_error"})
+NUDGE_TEXT = (
+    "You ended your turn without calling the finish tool, so the task is still open. "
+    "Continue working, or call the finish tool to report the outcome."
+)
+TRUNCATED_CALL_TEXT = (
+    "Not executed: your reply hit the output token limit, so this call may be incomplete. "
+    "Send it again with less text around it."
+)
+
+
+class _Stop(Exception):
+    def __init__(self, status: PlannerStatus, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+class ApiPlanner(Planner):
+    """Anthropic Messages API planner.
+
+    Options: `model`, `base_url` (default: $ANTHROPIC_BASE_URL or the public API), `api_key`
+    (default: the variable named by `api_key_env`), `bearer_auth` (send the key as
+    `Authorization: Bearer`, for gateways), limits (`max_output_tokens` per reply,
+    `max_wall_time_s`, `max_total_tokens`), retry policy, `end_turn_nudges` (how often a model
+    that stops without finishing is reminded), `prompt_caching`, and `on_text` (called on the
+    event-loop thread with each streamed text fragment; keep it quick).
+    """
+
+    name = "api"
+
+    def __init__(
+        self,
+        *,
+        model: str = DEFAULT_MODEL,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        api_key_env: str = "ANTHROPIC_API_KEY",
+        bearer_auth: bool = False,
+        default_headers: dict[str, str] | None = None,
+        max_output_tokens: int = 8192,
+        max_wall_time_s: float | None = None,
+        max_total_tokens: int | None = None,
+        max_retries: int = 6,
+        retry_base_delay_s: float = 1.0,
+        retry_max_delay_s: float = 30.0,
+        request_timeout_s: float = 600.0,
+        end_turn_nudges: int = 1,
+        prompt_caching: bool = True,
+        on_text: Callable[[str], Any] | None = None,
+    ) -> None:
+        if not isinstance(model, str) or not model:
+            raise ValueError(f"model: must be a non-empty model name, got {model!r}")
+        if not isinstance(max_output_tokens, int) or max_output_tokens < 1:
+            raise ValueError(f"max_output_tokens: must be an integer >= 1, got {max_output_tokens!r}")
+        if not isinstance(max_retries, int) or max_retries < 0:
+            raise ValueError(f"max_retries: must be an integer >= 0, got {max_retries!r}")
+        if not isinstance(end_turn_nudges, int) or end_turn_nudges < 0:
+            raise ValueError(f"end_turn_nudges: must be an integer >= 0, got {end_turn_nudges!r}")
+        check_positive("max_wall_time_s", max_wall_time_s)
+        check_positive("max_total_tokens", max_total_tokens)
+        check_positive("retry_base_delay_s", retry_base_delay_s, optional=False)
+        check_positive("retry_max_delay_s", retry_max_delay_s, optional=False)
+        check_positive("request_timeout_s", request_timeout_s, optional=False)
+        key = api_key if api_key is not None else os.environ.get(api_key_env)
+        if not key:
+            raise ValueError(f"api_key_env: environment variable {api_key_env} is not set (or pass api_key=)")
+        self.model = model
+        self.base_url = base_url
+        self._api_key = key
+        self.bearer_auth = bearer_auth
+        self.default_headers = dict(default_headers or {})
+        self.max_output_tokens = max_output_tokens
+        self.max_wall_time_s = max_wall_time_s
+        self.max_total_tokens = max_total_tokens
+        self.max_retries = max_retries
+        self.retry_base_delay_s = retry_base_delay_s
+        self.retry_max_delay_s = retry_max_delay_s
+        self.request_timeout_s = request_timeout_s
+        self.end_turn_nudges = end_turn_nudges
+        self.prompt_caching = prompt_caching
+        self.on_text = on_text
+        self.transcript: list[dict[str, Any]] = []
+
+    def solve(
+        self,
+        *,
+        system_prompt: str,
+        user_message: str,
+        toolkit: Toolkit,
+        max_turns: int,
+        input_queue: queue.Queue[OperatorInput] | None = None,
+        dashboard_interaction: Any = None,
+    ) -> PlannerResult:
+        """Blocks until the run ends; call it from a thread without a running event loop."""
+        check_max_turns(max_turns)
+        return asyncio.run(self._solve(system_prompt, user_message, toolkit, max_turns, input_queue))
+
+    def _client(self) -> anthropic.AsyncAnthropic:
+        credentials = {"auth_token": self._api_key} if self.bearer_auth else {"api_key": self._api_key}
+        # Retries are ours (one policy for HTTP errors and errors inside a stream), so the SDK's are off.
+        return anthropic.AsyncAnthropic(
+            base_url=self.base_url, max_retries=0, timeout=self.request_timeout_s,
+            default_headers=self.default_headers or None, **credentials,
+        )
+
+    async def _solve(self, system_prompt: str, user_message: str, toolkit: Toolkit, max_turns: int,
+                     input_queue: queue.Queue[OperatorInput] | None) -> PlannerResult:
+        async with self._client() as client:
+            run = _Run(self, client, toolkit, system_prompt, max_turns, input_queue)
+            self.transcript = run.transcript  # live view for a dashboard or a crash handler
+            run.inbox.start()
+            try:
+                return await run.run(user_message)
+            finally:
+                await asyncio.to_thread(run.inbox.stop)
+
+
+class _Run:
+    """The state of one solve() call: conversation, transcript, budget, operator inbox."""
+
+    def __init__(self, planner: ApiPlanner, client: anthropic.AsyncAnthropic, toolkit: Toolkit,
+                 system_prompt: str, max_turns: int, input_queue: queue.Queue[OperatorInput] | None) -> None:
+        self.p = planner
+        self.client = client
+        self.toolkit = toolkit
+        self.max_turns = max_turns
+        self.messages: list[dict[str, Any]] = []     # what the API sees (images inline)
+        self.transcript: list[dict[str, Any]] = []   # what is written to disk (images as paths)
+        self.usage = TokenUsage()
+        self.turns = 0
+        self.started = time.monotonic()
+        self.system = [{"type": "text", "text": system_prompt}]
+        tools = [{"name": t.name, "description": t.description, "input_schema": t.input_schema}
+                 for t in toolkit.list_tools(include_read_image=True)]
+        if planner.prompt_caching:
+            self.system[0]["cache_control"] = _CACHE
+            if tools:
+                tools[-1]["cache_control"] = _CACHE
+        self.tools = tools
+        self.transcript.append({"role": "system", "content": system_prompt})
+        self._abort = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        self.inbox = OperatorInbox(input_queue, on_abort=lambda _: loop.call_soon_threadsafe(self._abort.set))
+
+    # -- main loop ----------------------------------------------------------------------------
+    async def run(self, user_message: str) -> PlannerResult:
+        self._add_user([{"type": "text", "text": user_message}])
+        nudges_left = self.p.end_turn_nudges
+        try:
+            while True:
+                self._check_limits()
+                message = await self._guarded(self._request())
+                reply = self._add_assistant(message)
+                stop = message.stop_reason
+                tool_uses = [b for b in reply if b["type"] == "tool_use"]
+                if stop == "refusal":
+                    return self._result(PlannerStatus.REFUSED, "the model refused to continue")
+                if stop == "model_context_window_exceeded":
+                    return self._result(PlannerStatus.ERROR, "the conversation no longer fits the model's context")
+                if stop == "max_tokens":
+                    # A reply cut off mid-call may carry truncated arguments: never run it on a robot.
+                    content: list[dict[str, Any]] = [
+                        self._tool_result_block(b["id"], ToolResult(error=TRUNCATED_CALL_TEXT))[0]
+                        for b in tool_uses
+                    ] or [{"type": "text", "text": "Your reply hit the output token limit; continue concisely."}]
+                    self._add_user(content, operator=self.inbox.take_messages())
+                elif tool_uses:
+                    results = await self._guarded(self._run_tools(tool_uses))
+                    self._add_tool_results(tool_uses, results)
+                    if self.toolkit.finish_result is not None:
+                        return self._result(PlannerStatus.FINISHED, "finish accepted")
+                elif stop == "pause_turn":
+                    continue  # the service paused a long turn: send the conversation back as is
+                elif stop in ("end_turn", "stop_sequence", None):
+                    operator = self.inbox.take_messages()
+                    if operator:
+                        self._add_user([], operator=operator)
+                    elif nudges_left > 0:
+                        nudges_left -= 1
+                        self._add_user([{"type": "text", "text": NUDGE_TEXT}])
+                    else:
+                        return self._result(PlannerStatus.MODEL_ENDED, "the model ended its turn without finishing")
+                else:
+                    return self._result(PlannerStatus.ERROR, f"unhandled stop_reason {stop!r}")
+        except _Stop as stop_:
+            return self._result(stop_.status, stop_.reason)
+        except (anthropic.APIError, ValueError) as error:
+            log.error("model request failed: %s", error)
+            return self._result(PlannerStatus.ERROR, "the model service failed", error)
+        except Exception as error:  # a planner bug must not lose the run's transcript
+            log.exception("planner loop failed")
+            return self._result(PlannerStatus.ERROR, "internal planner error", error)
+
+    def _check_limits(self) -> None:
+        if self._abort.is_set():
+            raise _Stop(PlannerStatus.ABORTED, f"operator abort: {self.inbox.abort_reason}")
+        if self.turns >= self.max_turns:
+            raise _Stop(PlannerStatus.TURN_LIMIT, f"max_turns ({self.max_turns}) reached without a finish")
+        if self.p.max_total_tokens is not None and self.usage.total_tokens >= self.p.max_total_tokens:
+            raise _Stop(PlannerStatus.TOKEN_LIMIT, f"max_total_tokens ({self.p.max_total_tokens}) used up")
+        if self._remaining_time() == 0:
+            raise _Stop(PlannerStatus.TIME_LIMIT, f"max_wall_time_s ({self.p.max_wall_time_s}) reached")
+
+    def _remaining_time(self) -> float | None:
+        if self.p.max_wall_time_s is None:
+            return None
+        return max(0.0, self.p.max_wall_time_s - (time.monotonic() - self.started))
+
+    async def _guarded(self, step: Any) -> Any:
+        """Run one step (a model request or a batch of tool calls) until done, abort or deadline.
+
+        On abort or deadline the step is cancelled and awaited, so running tool calls have been
+        cancelled and have returned (robot stopped) before the run ends.
+        """
+        task = asyncio.ensure_future(step)
+        abort = asyncio.ensure_future(self._abort.wait())
+        try:
+            done, _ = await asyncio.wait({task, abort}, timeout=self._remaining_time(),
+                                         return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            abort.cancel()
+        if task in done:
+            return task.result()
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            pass
+        except Exception as error:  # the step failed while being cancelled; the stop still stands
+            log.warning("step failed during cancellation: %s", error)
+        if self._abort.is_set():
+            raise _Stop(PlannerStatus.ABORTED, f"operator abort: {self.inbox.abort_reason}")
+        raise _Stop(PlannerStatus.TIME_LIMIT, f"max_wall_time_s ({self.p.max_wall_time_s}) reached")
+
+    # -- model requests -----------------------------------------------------------------------
+    async def _request(self) -> Any:
+        request = {
+            "model": self.p.model, "max_tokens": self.p.max_output_tokens, "system": self.system,
+            "tools": self.tools, "messages": self._messages_for_request(),
+        }
+        attempt = 0
+        while True:
+            try:
+                message = await self._stream(request)
+                break
+            except (anthropic.APIConnectionError, anthropic.APIStatusError) as error:
+                if attempt >= self.p.max_retries or not _retryable(error):
+                    raise
+                delay = self._retry_delay(error, attempt)
+                attempt += 1
+                log.warning("model request failed (%s); retry %d/%d in %.2f s",
+                            _describe(error), attempt, self.p.max_retries, delay)
+                await asyncio.sleep(delay)
+        self.turns += 1
+        usage = message.usage
+        self.usage.add(TokenUsage(
+            input_tokens=usage.input_tokens or 0, output_tokens=usage.output_tokens or 0,
+            cache_creation_input_tokens=usage.cache_creation_input_tokens or 0,
+            cache_read_input_tokens=usage.cache_read_input_tokens or 0,
+        ))
+        return message
+
+    async def _stream(self, request: dict[str, Any]) -> Any:
+        on_text = self.p.on_text
+        async with self.client.messages.stream(**request) as stream:
+            async for event in stream:
+                if on_text is not None and event.type == "text":
+                    try:
+                        on_text(event.text)
+                    except Exception:  # a broken display must not break the run
+                        log.exception("on_text callback failed")
+            return await stream.get_final_message()
+
+    def _retry_delay(self, error: Exception, attempt: int) -> float:
+        response = getattr(error, "response", None)
+        if response is not None and response.status_code != 200:
+            headers = response.headers
+            for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+                try:
+                    return min(float(headers[name]) * scale, 120.0)
+                except (KeyError, TypeError, ValueError):
+                    pass
+        backoff = min(self.p.retry_base_delay_s * 2**attempt, self.p.retry_max_delay_s)
+        return backoff * (0.75 + 0.25 * random.random())
+
+    def _messages_for_request(self) -> list[dict[str, Any]]:
+        if not self.p.prompt_caching or not self.messages:
+            return self.messages
+        # A moving cache breakpoint on the newest block lets the next turn reuse the whole prefix.
+        last = self.messages[-1]
+        content = list(last["content"])
+        for index in range(len(content) - 1, -1, -1):
+            if content[index].get("type") in _CACHEABLE_BLOCKS:
+                content[index] = dict(content[index], cache_control=_CACHE)
+                return [*self.messages[:-1], dict(last, content=content)]
+        return self.messages
+
+    # -- tools --------------------------------------------------------------------------------
+    async def _run_tools(self, tool_uses: list[dict[str, Any]]) -> list[ToolResult]:
+        async def one(block: dict[str, Any]) -> ToolResult:
+            try:
+                return await execute_tool(self.toolkit, block["name"], block["input"])
+            except Exception as error:  # submit failed (e.g. toolkit closed): tell the model
+                return ToolResult(error=f"{type(error).__name__}: {error}")
+
+        # Tasks start in block order, so the toolkit queues the calls in the order the model gave.
+        tasks = [asyncio.ensure_future(one(block)) for block in tool_uses]
+        try:
+            await asyncio.wait(tasks)
+        except asyncio.CancelledError:
+            for task in tasks:
+                task.cancel()
+            # Every call must have returned (robot stopped) before the cancellation goes on.
+            while not all(task.done() for task in tasks):
+                try:
+                    await asyncio.wait(tasks)
+                except asyncio.CancelledError:
+                    continue
+            raise
+        return [task.result() for task in tasks]
+
+    @staticmethod
+    def _tool_result_block(tool_use_id: str, result: ToolResult) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The block for the API (images inline) and the one for the transcript (image paths)."""
+        text = {"type": "text", "text": result.to_text()}
+        api_content: list[dict[str, Any]] = [text]
+        record_content: list[dict[str, Any]] = [text]
+        for index, png in enumerate(result.images):
+            data = base64.b64encode(png).decode("ascii")
+            api_content.append({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}})
+            if index < len(result.image_paths):
+                record_content.append({"type": "image", "path": result.image_paths[index]})
+            else:
+                record_content.append({"type": "image", "omitted": f"PNG, {len(png)} bytes, not saved"})
+        api_block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_use_id, "content": api_content}
+        record_block = dict(api_block, content=record_content)
+        if result.is_error:
+            api_block["is_error"] = record_block["is_error"] = True
+        return api_block, record_block
+
+    def _add_tool_results(self, tool_uses: list[dict[str, Any]], results: list[ToolResult]) -> None:
+        pairs = [self._tool_result_block(b["id"], r) for b, r in zip(tool_uses, results, strict=True)]
+        self._add_user([api for api, _ in pairs], [record for _, record in pairs],
+                       operator=self.inbox.take_messages())
+
+    # -- conversation -------------------------------------------------------------------------
+    def _add_user(self, content: list[dict[str, Any]], record: list[dict[str, Any]] | None = None,
+                  *, operator: list[str] = ()) -> None:
+        notes = [{"type": "text", "text": f"Message from the operator: {text}"} for text in operator]
+        api = [*content, *notes]
+        recorded = [*(content if record is None else record), *notes]
+        if self.messages and self.messages[-1]["role"] == "user":
+            # Consecutive user turns (e.g. after an empty assistant reply) are merged into one.
+            self.messages[-1]["content"].extend(api)
+            self.transcript[-1]["content"].extend(recorded)
+        else:
+            self.messages.append({"role": "user", "content": api})
+            self.transcript.append({"role": "user", "content": recorded})
+
+    def _add_assistant(self, message: Any) -> list[dict[str, Any]]:
+        # The API rejects empty text blocks when they are sent back.
+        blocks = [_block_dict(b) for b in message.content if not (b.type == "text" and not b.text)]
+        entry = {"role": "assistant", "content": blocks}
+        if blocks:
+            self.messages.append(entry)
+        self.transcript.append(dict(entry, stop_reason=message.stop_reason))
+        return blocks
+
+    def _result(self, status: PlannerStatus, reason: str, error: Exception | None = None) -> PlannerResult:
+        finish = self.toolkit.finish_result
+        return PlannerResult(
+            status=status, stop_reason=reason, finish_result=dict(finish) if finish is not None else None,
+            turns=self.turns, usage=self.usage, transcript=self.transcript,
+            error=f"{type(error).__name__}: {error}" if error is not None else None,
+        )
+
+
+def _block_dict(block: Any) -> dict[str, Any]:
+    if block.type == "text":
+        return {"type": "text", "text": block.text}
+    if block.type == "tool_use":
+        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+    # Thinking and server-tool blocks go back verbatim (signatures included).
+    data = block.model_dump(mode="json", exclude_none=True)
+    data.pop("parsed_output", None)
+    return data
+
+
+def _retryable(error: Exception) -> bool:
+    if isinstance(error, anthropic.APIConnectionError):
+        return True
+    assert isinstance(error, anthropic.APIStatusError)
+    if error.status_code in _RETRYABLE_STATUS or error.status_code >= 500:
+        return True
+    body = error.body if isinstance(error.body, dict) else {}
+    detail = body.get("error") if isinstance(body.get("error"), dict) else body
+    return detail.get("type") in _RETRYABLE_ERROR_TYPES
+
+
+def _describe(error: Exception) -> str:
+    status = getattr(error, "status_code", None)
+    return f"{type(error).__name__} {status}" if status else type(error).__name__

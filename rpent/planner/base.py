@@ -1,0 +1,301 @@
+"""The planner contract: what every planner is given, what it returns, and how it reaches tools.
+
+A planner reads `toolkit.list_tools()`, lets a model (or a recipe) choose calls, runs them through
+the toolkit, and stops when `toolkit.finish_result` is set or a limit is reached.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import importlib
+import logging
+import queue
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rpent.tools import ToolResult
+    from rpent.tools.call import StageCallback
+    from rpent.tools.toolkit import Toolkit
+
+log = logging.getLogger(__name__)
+
+
+# -- operator input ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OperatorMessage:
+    """Text the operator typed while the planner runs; the model sees it at the next turn boundary."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class AbortRequest:
+    """Stop now: the active tool call is cancelled and the run ends with status `aborted`."""
+
+    reason: str | None = None
+
+
+OperatorInput = OperatorMessage | AbortRequest
+# Planners run in their own thread (and event loop), so a plain thread-safe queue is the channel.
+InputQueue = queue.Queue  # of OperatorInput
+
+
+class OperatorInbox:
+    """Reads a planner's input queue in a background thread for the length of one run.
+
+    Messages wait here until the planner takes them at a turn boundary (`take_messages`); an abort
+    request is remembered (`abort_reason`) and `on_abort(reason)` is called at once from the reader
+    thread, so the planner can cancel what it is doing. The reader calls task_done() after filing
+    each item: `input_queue.join()` returning means the planner holds every item put so far.
+    """
+
+    def __init__(self, input_queue: queue.Queue[OperatorInput] | None,
+                 on_abort: Callable[[str], Any] | None = None) -> None:
+        self._queue = input_queue
+        self._on_abort = on_abort
+        self._lock = threading.Lock()
+        self._messages: list[str] = []
+        self.abort_reason: str | None = None
+        self._reader: threading.Thread | None = None
+
+    def start(self) -> OperatorInbox:
+        if self._queue is not None and self._reader is None:
+            self._reader = threading.Thread(target=self._read, name="planner-inbox", daemon=True)
+            self._reader.start()
+        return self
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        """Stop reading; items put after this stay in the queue for the next run."""
+        if self._reader is None or self._queue is None:
+            return
+        self._queue.put(_STOP_READING)
+        self._reader.join(timeout_s)
+        self._reader = None
+
+    def take_messages(self) -> list[str]:
+        with self._lock:
+            messages, self._messages = self._messages, []
+        return messages
+
+    def _read(self) -> None:
+        # The only consumer of the queue during the run: a blocking get keeps an abort immediate.
+        assert self._queue is not None
+        while True:
+            item = self._queue.get()
+            try:
+                if item is _STOP_READING:
+                    return
+                if isinstance(item, AbortRequest):
+                    self.abort_reason = item.reason or "operator abort"
+                    if self._on_abort is not None:
+                        self._on_abort(self.abort_reason)
+                elif isinstance(item, OperatorMessage):
+                    with self._lock:
+                        self._messages.append(item.text)
+                else:
+                    log.warning("ignoring unknown operator input %r", item)
+            except Exception:  # the reader must survive a broken abort callback
+                log.exception("handling operator input %r failed", item)
+            finally:
+                self._queue.task_done()
+
+
+_STOP_READING = object()
+
+
+# -- result ------------------------------------------------------------------------------------
+
+
+class PlannerStatus(str, enum.Enum):
+    FINISHED = "finished"          # the robot's finish tool was accepted (see finish_result)
+    ABORTED = "aborted"            # the operator asked to stop
+    TURN_LIMIT = "turn_limit"      # max_turns model turns without a finish
+    TIME_LIMIT = "time_limit"      # the wall-time budget ran out
+    TOKEN_LIMIT = "token_limit"    # the token budget ran out
+    MODEL_ENDED = "model_ended"    # the model stopped calling tools without finishing
+    REFUSED = "refused"            # the model refused to continue
+    ERROR = "error"                # the model service failed beyond retries, or a planner bug
+
+
+@dataclass
+class TokenUsage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return (self.input_tokens + self.output_tokens
+                + self.cache_creation_input_tokens + self.cache_read_input_tokens)
+
+    def add(self, other: TokenUsage) -> None:
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cache_creation_input_tokens += other.cache_creation_input_tokens
+        self.cache_read_input_tokens += other.cache_read_input_tokens
+
+    def to_dict(self) -> dict[str, int]:
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cache_creation_input_tokens": self.cache_creation_input_tokens,
+            "cache_read_input_tokens": self.cache_read_input_tokens,
+            "total_tokens": self.total_tokens,
+        }
+
+
+@dataclass
+class PlannerResult:
+    """How a run ended.
+
+    `finish_result` is a copy of `toolkit.finish_result` (the accepted finish payload with its
+    robot-specific fields, e.g. operator_aborted, operator_notes), or None if no finish was accepted.
+    `stop_reason` says in words why the planner stopped. `transcript` is the conversation with
+    images replaced by file paths or placeholders (what the runner writes to transcript.json).
+    """
+
+    status: PlannerStatus
+    stop_reason: str
+    finish_result: dict[str, Any] | None = None
+    turns: int = 0
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    transcript: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.status is PlannerStatus.FINISHED
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status.value,
+            "stop_reason": self.stop_reason,
+            "finish_result": self.finish_result,
+            "turns": self.turns,
+            "usage": self.usage.to_dict(),
+            "error": self.error,
+        }
+
+
+# -- planner -----------------------------------------------------------------------------------
+
+
+class Planner(ABC):
+    """Drives one task to a finish. `solve` blocks; run it in the thread that owns the planner."""
+
+    name: str = "planner"
+
+    @abstractmethod
+    def solve(
+        self,
+        *,
+        system_prompt: str,
+        user_message: str,
+        toolkit: Toolkit,
+        max_turns: int,
+        input_queue: queue.Queue[OperatorInput] | None = None,
+        dashboard_interaction: Any = None,
+    ) -> PlannerResult:
+        """Run until the toolkit accepts a finish, a limit is reached, or the operator aborts.
+
+        `input_queue` carries OperatorMessage / AbortRequest items put there by other threads.
+        `dashboard_interaction` is the dashboard's interaction handle (None without a dashboard);
+        planners that cannot use it ignore it.
+        """
+
+
+def check_max_turns(max_turns: int) -> None:
+    if not isinstance(max_turns, int) or isinstance(max_turns, bool) or max_turns < 1:
+        raise ValueError(f"max_turns: must be an integer >= 1, got {max_turns!r}")
+
+
+def check_positive(field: str, value: float | None, *, optional: bool = True) -> None:
+    """Reject a non-positive option, naming it (None passes when the option is optional)."""
+    if value is None and optional:
+        return
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+        raise ValueError(f"{field}: must be a positive number, got {value!r}")
+
+
+# -- tools from async code ---------------------------------------------------------------------
+
+
+async def execute_tool(
+    toolkit: Toolkit,
+    name: str,
+    arguments: dict[str, Any] | str | None,
+    *,
+    on_stage: StageCallback | None = None,
+    cleanup_timeout_s: float = 60.0,
+) -> ToolResult:
+    """Run one tool call without blocking the event loop.
+
+    The toolkit runs the call in its own worker thread; this coroutine waits for the call's
+    "done" stage without holding a thread. If the awaiting task is cancelled, the call is
+    cancelled too and this still waits (up to `cleanup_timeout_s`) until the call has returned,
+    i.e. the robot has stopped, before the cancellation propagates. Further cancellations during
+    that wait do not cut it short. `on_stage` is called from the worker thread, as with submit.
+    """
+    loop = asyncio.get_running_loop()
+    done = loop.create_future()
+
+    def stage_changed(stage: str, message: str, progress: float | None) -> None:
+        if on_stage is not None:
+            on_stage(stage, message, progress)
+        if stage == "done":
+            loop.call_soon_threadsafe(_resolve, done)
+
+    call = toolkit.submit(name, arguments, on_stage=stage_changed)
+    try:
+        await asyncio.shield(done)
+    except asyncio.CancelledError:
+        call.cancel("the planner task awaiting this call was cancelled")
+        deadline = loop.time() + cleanup_timeout_s
+        while not done.done() and loop.time() < deadline:
+            try:
+                await asyncio.wait({done}, timeout=deadline - loop.time())
+            except asyncio.CancelledError:
+                continue  # keep waiting for the robot to stop; the caller is cancelled anyway
+        if not done.done():
+            log.error("tool call %s (%s) had not returned %.0f s after cancel", call.id, name, cleanup_timeout_s)
+        raise
+    # "done" is reported just before the result is published: this wait is momentary.
+    return call.result(timeout=cleanup_timeout_s)
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+# -- registry ----------------------------------------------------------------------------------
+
+# Imported lazily: each planner pulls in its own SDK (anthropic, claude-agent-sdk, codex, ...).
+PLANNERS: dict[str, str] = {
+    "api": "rpent.planner.api:ApiPlanner",
+    "claude_code": "rpent.planner.claude_code:ClaudeCodePlanner",
+    "codex": "rpent.planner.codex:CodexPlanner",
+    "replay": "rpent.planner.replay:ReplayPlanner",
+}
+
+
+def build_planner(name: str, **options: Any) -> Planner:
+    """Create a planner by registry name ("api", "claude_code", "codex", "replay") or "module:Class"."""
+    target = PLANNERS.get(name, name if ":" in name else None)
+    if target is None:
+        raise ValueError(f"planner: unknown planner {name!r} (known: {', '.join(sorted(PLANNERS))}, "
+                         "or 'package.module:Class')")
+    module_name, _, class_name = target.partition(":")
+    module = importlib.import_module(module_name)
+    planner_class = getattr(module, class_name, None)
+    if not (isinstance(planner_class, type) and issubclass(planner_class, Planner)):
+        raise ValueError(f"planner: {target} is not a Planner subclass")
+    return planner_class(**options)
