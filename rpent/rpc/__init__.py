@@ -1,0 +1,44 @@
+"""Inter-process RPC for runtimes living in another process or machine (docs/rpc.md)."""
+
+from rpent.rpc.client import RpcClient
+from rpent.rpc.endpoint import Endpoint, endpoint_arg, parse_endpoint
+from rpent.rpc.env import BaseEnvClient, BaseEnvFacade
+from rpent.rpc.errors import (
+    EndpointError,
+    RpcConnectionError,
+    RpcError,
+    RpcMethodNotFound,
+    RpcProtocolError,
+    RpcRemoteError,
+    RpcTimeout,
+)
+from rpent.rpc.facade import RpcFacade
+from rpent.rpc.server import main, serve
+from rpent.rpc.server_base import RpcServer, UntrustedBindError
+from rpent.rpc.supervisor import ServerProcess, ServerStartError
+from rpent.rpc.vla import BaseVLAClient, BaseVLAFacade
+
+__all__ = [
+    "BaseEnvClient",
+    "BaseEnvFacade",
+    "BaseVLAClient",
+    "BaseVLAFacade",
+    "Endpoint",
+    "EndpointError",
+    "RpcClient",
+    "RpcConnectionError",
+    "RpcError",
+    "RpcFacade",
+    "RpcMethodNotFound",
+    "RpcProtocolError",
+    "RpcRemoteError",
+    "RpcServer",
+    "RpcTimeout",
+    "ServerProcess",
+    "ServerStartError",
+    "UntrustedBindError",
+    "endpoint_arg",
+    "main",
+    "parse_endpoint",
+    "serve",
+]
