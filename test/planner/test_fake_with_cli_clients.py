@@ -94,8 +94,11 @@ def test_claude_code_cli_calls_an_mcp_tool_through_the_fake(model_server: FakeMo
     assert all(r.query == "beta=true" and r.body["stream"] is True for r in model_server.model_requests)
 
 
-@pytest.mark.skipif(not (os.environ.get("RPENT_CODEX_BIN") or shutil.which("codex")),
-                    reason="no Codex CLI: set RPENT_CODEX_BIN or put `codex` on PATH")
+_REPO_CODEX = Path(__file__).resolve().parents[2] / "node_modules" / ".bin" / "codex"
+_CODEX = os.environ.get("RPENT_CODEX_BIN") or (str(_REPO_CODEX) if _REPO_CODEX.exists() else shutil.which("codex"))
+
+
+@pytest.mark.skipif(not _CODEX, reason="no Codex CLI: run scripts/setup.sh (npm ci), set RPENT_CODEX_BIN, or put `codex` on PATH")
 def test_codex_cli_calls_an_mcp_tool_by_namespace_through_the_fake(model_server: FakeModelServer, tmp_path: Path,
                                                                    mcp_server: tuple[list[str], Path]) -> None:
     command, calls = mcp_server
@@ -126,7 +129,7 @@ args = {json.dumps(command[1:])}
 required = true
 default_tools_approval_mode = "approve"
 ''')
-    codex = os.environ.get("RPENT_CODEX_BIN") or shutil.which("codex")
+    codex = _CODEX
     proc = subprocess.run(
         [codex, "exec", "--json", "--skip-git-repo-check", "Move the arm 5 cm along x."],
         env=dict(os.environ, CODEX_HOME=str(home), FAKE_OPENAI_KEY="test-key"), cwd=tmp_path,
