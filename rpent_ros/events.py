@@ -1,0 +1,43 @@
+"""Toolkit events -> ROS topics: ToolEvent on ~/events, the latest observation images for rviz."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+
+from rpent.msg import ToolEvent
+from rpent_ros.conversions import event_fields, rgb_image_fields
+
+log = logging.getLogger(__name__)
+
+
+class RosEventSink:
+    """A DashboardEventSink that publishes on ROS topics (no per-action clips)."""
+
+    enabled = True
+    clips = False
+
+    def __init__(self, node: Node, max_images: int = 4) -> None:
+        self.node = node
+        self.events = node.create_publisher(ToolEvent, "~/events", 50)
+        self.images = [node.create_publisher(Image, f"~/observation/image_{i}", 2) for i in range(max_images)]
+
+    def publish(self, kind: str, payload: dict[str, Any]) -> None:
+        msg = ToolEvent(**event_fields(kind, payload))
+        msg.stamp = self.node.get_clock().now().to_msg()
+        self.events.publish(msg)
+        if kind == "tool_finished":
+            for publisher, path in zip(self.images, payload.get("images") or [], strict=False):
+                try:
+                    fields = rgb_image_fields(Path(path).read_bytes())
+                except (OSError, ValueError) as exc:
+                    log.warning("observation image %s not published: %s", path, exc)
+                    continue
+                image = Image(**fields)
+                image.header.stamp = msg.stamp
+                image.header.frame_id = "camera"
+                publisher.publish(image)

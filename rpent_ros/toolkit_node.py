@@ -1,0 +1,172 @@
+"""toolkit_node: hosts a robot's Toolkit and serves every tool as a ROS 2 action.
+
+    ros2 run rpent toolkit_node --ros-args -p robot:=franka -p sim:=true
+    ros2 action send_goal /toolkit/tools/get_state rpent/action/CallTool "{}" --feedback
+    ros2 action send_goal /toolkit/call_tool rpent/action/CallTool "{tool: move_by, arguments_json: '{\"dz_m\": 0.05}'}"
+
+Goals go into the toolkit's own scheduler when accepted (read-only goals overlap, exclusive goals
+queue in order); a ROS cancel cancels exactly that goal's call.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from functools import partial
+from typing import Any
+
+import rclpy
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.action.server import ServerGoalHandle
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from sensor_msgs.msg import CompressedImage
+
+from rpent.action import CallTool
+from rpent.cli.logs import FanOutSink, ProgressSink
+from rpent.cli.run import default_output_dir
+from rpent.robot import load_robot
+from rpent.srv import GetStatus, ListTools
+from rpent.tools import ToolCall, ToolResult
+from rpent_ros.conversions import GoalError, feedback_fields, parse_goal, result_fields, tools_json
+from rpent_ros.events import RosEventSink
+from rpent_ros.logging_bridge import forward_python_logging
+from rpent_ros.params import namespace_from_params
+
+log = logging.getLogger("rpent.toolkit_node")
+
+
+class ToolkitNode(Node):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__("toolkit", automatically_declare_parameters_from_overrides=True, **kwargs)
+        params = {name: p.value for name, p in self.get_parameters_by_prefix("").items()}
+        robot_name = self.get_parameter_or("robot", Parameter("robot", value="toy")).value
+        self.robot = load_robot(robot_name)
+        self.spec = self.robot.get_robot_spec()
+        namespace = namespace_from_params(self.spec, params)
+        if namespace.output_dir is None:
+            namespace.output_dir = str(default_output_dir(self.spec.name))
+        self.config = self.spec.parse_config(namespace)
+        self.events = FanOutSink(ProgressSink(log), RosEventSink(self))
+        self.runtime_kwargs: dict[str, Any] = {}
+        self.runtime_kwargs = self.spec.init_runtime(self.config, selection=None, events=self.events)
+        self.toolkit = self.robot.get_toolkit(runtime_kwargs=self.runtime_kwargs, dashboard_events=self.events, config=self.config)
+
+        self._calls: dict[bytes, ToolCall | GoalError] = {}
+        self._lock = threading.Lock()
+        group = ReentrantCallbackGroup()
+        self._servers = [self._action_server("~/call_tool", None, group)]
+        for tool in self.toolkit.list_tools():
+            self._servers.append(self._action_server(f"~/tools/{tool.name}", tool.name, group))
+        self.create_service(ListTools, "~/list_tools", self._list_tools, callback_group=group)
+        self.create_service(GetStatus, "~/status", self._status, callback_group=group)
+        self.get_logger().info(
+            f"robot '{self.spec.name}': {len(self._servers) - 1} tools served; record in {self.config.output_dir}"
+        )
+
+    def _action_server(self, name: str, served: str | None, group: ReentrantCallbackGroup) -> ActionServer:
+        return ActionServer(
+            self,
+            CallTool,
+            name,
+            execute_callback=self._execute,
+            goal_callback=lambda _goal: GoalResponse.ACCEPT,
+            handle_accepted_callback=partial(self._accepted, served),
+            cancel_callback=self._cancel,
+            callback_group=group,
+        )
+
+    # Goals are submitted to the toolkit the moment they are accepted, so the toolkit's queue order
+    # is the acceptance order; execute_callback only waits for the result.
+    def _accepted(self, served: str | None, goal_handle: ServerGoalHandle) -> None:
+        key = bytes(goal_handle.goal_id.uuid)
+        try:
+            goal = parse_goal(goal_handle.request.tool, goal_handle.request.arguments_json, served_tool=served)
+            entry: ToolCall | GoalError = self.toolkit.submit(
+                goal.tool, goal.arguments, on_stage=partial(self._feedback, goal_handle)
+            )
+        except GoalError as exc:
+            entry = exc
+        with self._lock:
+            self._calls[key] = entry
+        goal_handle.execute()
+
+    def _feedback(self, goal_handle: ServerGoalHandle, stage: str, message: str, progress: float | None) -> None:
+        goal_handle.publish_feedback(CallTool.Feedback(**feedback_fields(stage, message, progress)))
+
+    def _cancel(self, goal_handle: ServerGoalHandle) -> CancelResponse:
+        with self._lock:
+            entry = self._calls.get(bytes(goal_handle.goal_id.uuid))
+        if isinstance(entry, ToolCall):
+            entry.cancel("ROS cancel request")
+        return CancelResponse.ACCEPT
+
+    def _execute(self, goal_handle: ServerGoalHandle) -> CallTool.Result:
+        with self._lock:
+            entry = self._calls.pop(bytes(goal_handle.goal_id.uuid))
+        result = ToolResult(error=str(entry)) if isinstance(entry, GoalError) else entry.result()
+        fields = result_fields(result)
+        message = CallTool.Result(
+            is_error=fields["is_error"],
+            error=fields["error"],
+            result_json=fields["result_json"],
+            images=[CompressedImage(format=fmt, data=data) for fmt, data in fields["images"]],
+        )
+        if goal_handle.is_cancel_requested and result.is_error:
+            goal_handle.canceled()
+        elif isinstance(entry, GoalError):
+            goal_handle.abort()
+        else:
+            goal_handle.succeed()
+        return message
+
+    def _list_tools(self, request: ListTools.Request, response: ListTools.Response) -> ListTools.Response:
+        response.tools_json = tools_json(self.toolkit.list_tools())
+        return response
+
+    def _status(self, request: GetStatus.Request, response: GetStatus.Response) -> GetStatus.Response:
+        try:
+            solved = self.toolkit.solved()
+        except Exception as exc:  # a broken sim must not break the status service
+            solved = f"error: {exc}"
+        response.status_json = json.dumps(
+            {"finish_result": self.toolkit.finish_result, "solved": solved, "closed": self.toolkit.closed}
+        )
+        return response
+
+    def shutdown(self) -> None:
+        """Stop motion, save the record, stop the runtime (called once on exit)."""
+        try:
+            self.toolkit.cancel_active_and_wait(timeout=10, reason="node shutting down")
+            self.toolkit.close(timeout=30)
+        finally:
+            self.spec.stop_runtime(self.runtime_kwargs)
+
+
+def main(args: list[str] | None = None) -> None:
+    rclpy.init(args=args)
+    forward_python_logging()
+    node = None
+    try:
+        node = ToolkitNode()
+        # Each goal's execute callback blocks until its call ends: give the executor threads to spare.
+        executor = MultiThreadedExecutor(num_threads=16)
+        executor.add_node(node)
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except Exception as exc:
+        logging.getLogger("rpent.toolkit_node").exception("toolkit_node failed: %s", exc)
+        raise
+    finally:
+        if node is not None:
+            node.shutdown()
+            node.destroy_node()
+        rclpy.try_shutdown()
+
+
+if __name__ == "__main__":
+    main()
