@@ -104,3 +104,17 @@ def test_parameter_errors_name_the_parameter_and_the_rule(tmp_path):
     namespace = namespace_from_params(spec, {"speed": 9.0, "output_dir": str(tmp_path)})
     with pytest.raises(ConfigError, match="--speed: must be > 0 and <= 2"):
         spec.parse_config(namespace)
+
+
+def test_runtime_values_round_trip_losslessly():
+    from rpent.runtime.types import ArmState, MotionOutcome, Pose
+    from rpent_ros.runtime_codec import decode_call, decode_result, encode_call, encode_result
+
+    pose = Pose((0.4, -0.1, 0.3), (0.0, 1.0, 0.0, 0.0))
+    state = ArmState(pose=pose, joints=(0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785), moving=True)
+    assert decode_result(encode_result(state)) == state
+    outcome = MotionOutcome(finished=False, stopped=True, detail="cancel", extra={"grasped": True})
+    assert decode_result(encode_result(outcome)) == outcome
+    args, kwargs = decode_call(encode_call(([pose],), {"speed_factor": 0.2, "image": np.zeros((2, 2, 3), np.uint8)}))
+    assert args == [[pose]] and kwargs["speed_factor"] == 0.2
+    assert kwargs["image"].dtype == np.uint8 and kwargs["image"].shape == (2, 2, 3)

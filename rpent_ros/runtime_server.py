@@ -1,0 +1,91 @@
+"""Serve a runtime object (arm, gripper, camera, policy) over a cancellable RuntimeCall action,
+and publish its telemetry for rviz."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import threading
+from typing import Any
+
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.action.server import ServerGoalHandle
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.node import Node
+
+from rpent.action import RuntimeCall
+from rpent_ros.runtime_codec import decode_call, encode_result
+
+log = logging.getLogger(__name__)
+
+# The methods each kind of runtime exposes (the runtime Protocols of rpent.runtime), nothing else.
+ARM_METHODS = frozenset({"state", "start_cartesian", "start_relative", "start_joints", "wait", "stop", "recover"})
+GRIPPER_METHODS = frozenset({"state", "move", "grasp", "open", "stop"})
+CAMERA_METHODS = frozenset({"capture"})
+POLICY_METHODS = frozenset({"predict", "reset"})
+
+
+class RuntimeServer:
+    """`<node>/<name>/call`: goal {method, args_json} -> result {is_error, error, result_json}.
+
+    A ROS cancel sets the call's cancel event (methods taking `cancel=` see it) and calls the
+    target's `stop()` at once, from the cancelling thread.
+    """
+
+    def __init__(self, node: Node, name: str, target: Any, methods: frozenset[str], group: ReentrantCallbackGroup) -> None:
+        self.node = node
+        self.name = name
+        self.target = target
+        self.methods = methods
+        self._cancel_events: dict[bytes, threading.Event] = {}
+        self._lock = threading.Lock()
+        self.server = ActionServer(
+            node, RuntimeCall, f"~/{name}/call",
+            execute_callback=self._execute,
+            goal_callback=lambda _goal: GoalResponse.ACCEPT,
+            cancel_callback=self._cancel,
+            callback_group=group,
+        )
+
+    def _execute(self, goal_handle: ServerGoalHandle) -> RuntimeCall.Result:
+        key = bytes(goal_handle.goal_id.uuid)
+        method = goal_handle.request.method
+        cancel = threading.Event()
+        with self._lock:
+            self._cancel_events[key] = cancel
+        result = RuntimeCall.Result()
+        try:
+            if method not in self.methods:
+                raise ValueError(f"method: '{method}' is not served by {self.name} (served: {', '.join(sorted(self.methods))})")
+            function = getattr(self.target, method)
+            args, kwargs = decode_call(goal_handle.request.args_json)
+            if "cancel" in inspect.signature(function).parameters:
+                kwargs["cancel"] = cancel
+            result.result_json = encode_result(function(*args, **kwargs))
+        except Exception as exc:
+            result.is_error = True
+            result.error = f"{type(exc).__name__}: {exc}"
+            log.warning("%s.%s failed: %s", self.name, method, result.error)
+        finally:
+            with self._lock:
+                self._cancel_events.pop(key, None)
+        if goal_handle.is_cancel_requested:
+            goal_handle.canceled()
+        elif result.is_error:
+            goal_handle.abort()
+        else:
+            goal_handle.succeed()
+        return result
+
+    def _cancel(self, goal_handle: ServerGoalHandle) -> CancelResponse:
+        with self._lock:
+            event = self._cancel_events.get(bytes(goal_handle.goal_id.uuid))
+        if event is not None:
+            event.set()
+        stop = getattr(self.target, "stop", None)
+        if callable(stop):
+            try:
+                stop()
+            except Exception:
+                log.exception("%s.stop() on cancel failed", self.name)
+        return CancelResponse.ACCEPT
