@@ -22,6 +22,7 @@ RPent: let a language model operate a robot through typed, safe, cancellable too
   rpent tools --robot toy               print each tool's name, description and JSON schema
   rpent run --robot toy --planner replay --recipe robots/toy/recipes/red_block_in_bin.jsonl
   rpent run --robot NAME --help         the robot's own flags
+  rpent serve-mcp --robot toy [--http --port 8765]   serve a robot's tools over MCP
 """
 
 
@@ -67,6 +68,10 @@ def build_parser(robot_spec=None) -> argparse.ArgumentParser:
                                 description="Print each tool's name, description and JSON input schema without starting hardware.")
     tools.add_argument("--robot", required=True, help="robot name")
     tools.add_argument("--json", dest="json_out", action="store_true", help="print one JSON list instead of text")
+
+    from rpent.mcp.cli import add_serve_mcp_parser  # the parser only; the MCP SDK loads when serving
+
+    add_serve_mcp_parser(commands, robot_spec)
     return parser
 
 
@@ -84,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     spec = None
     module = None
     robot_name = _robot_from_argv(argv)
-    if argv[:1] == ["run"] and robot_name:
+    if argv[:1] in (["run"], ["serve-mcp"]) and robot_name:
         try:
             module = load_robot(robot_name)
             spec = module.get_robot_spec()
@@ -100,6 +105,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.command == "tools":
         return _print_tools(args)
+
+    if args.command == "serve-mcp":
+        from rpent.mcp.cli import serve_mcp
+
+        return serve_mcp(args)
 
     setup_console(quiet=args.quiet, json_logs=args.json_logs)
     assert module is not None and spec is not None

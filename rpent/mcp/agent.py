@@ -1,0 +1,399 @@
+"""RobotAgent: a conversation with a model that uses the tools of the MCP servers in `.mcp.json`.
+
+```python
+async with RobotAgent(system_prompt_prefix="You operate the toy arm.") as agent:
+    reply = await agent.chat("Put the red block in the bin.", on_tool_call=print)
+    print(reply.text)
+```
+
+Everything is async (the Anthropic SDK's async client, the MCP SDK), so the agent never blocks
+its event loop. Endpoint: `base_url`, else $ANTHROPIC_BASE_URL, else the public Anthropic API
+(any Anthropic-compatible gateway works); key: `api_key`, else the variable named by
+`api_key_env` (default ANTHROPIC_API_KEY); model default: `rpent.planner.api.DEFAULT_MODEL`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import os
+import re
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import mcp_types as types
+
+from rpent.mcp.config import find_mcp_config, load_mcp_config
+from rpent.mcp.connections import (
+    ServerConnection,
+    ServerStatus,
+    describe_error,
+    local_result_to_anthropic,
+    mcp_content_to_anthropic,
+)
+from rpent.planner.api import DEFAULT_MODEL
+
+log = logging.getLogger(__name__)
+
+LocalDispatch = Callable[[str, dict[str, Any]], Awaitable[Any]]
+ToolFilter = Callable[[str, types.Tool], bool]
+OnToolCall = Callable[[str, dict[str, Any]], Any]
+OnText = Callable[[str], Any]
+
+LOCAL = "local"
+_TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,128}$")
+DEFAULT_SYSTEM_PROMPT = (
+    "You control real hardware through tools. Call one tool at a time when order matters, read each "
+    "result (and its images) before the next step, and say plainly when a tool reports an error."
+)
+CANCELLED_TEXT = "Not completed: the user cancelled this request while the tool call was in progress."
+TRUNCATED_TEXT = "Not executed: your reply hit the output token limit, so this call may be incomplete."
+
+
+class ToolNameConflict(ValueError):
+    """Two sources offer a tool with the same name; one would silently shadow the other."""
+
+
+@dataclass
+class ToolCallRecord:
+    """One tool call made during chat()."""
+
+    name: str
+    server: str  # the MCP server's name, or "local" for extra_tools
+    arguments: dict[str, Any]
+    content: list[dict[str, Any]]
+    is_error: bool
+    duration_s: float
+
+    @property
+    def text(self) -> str:
+        return "\n".join(b["text"] for b in self.content if b.get("type") == "text")
+
+    @property
+    def images(self) -> int:
+        return sum(1 for b in self.content if b.get("type") == "image")
+
+
+@dataclass
+class ChatResult:
+    """How one chat() ended: the model's final text, why it stopped, and the calls it made."""
+
+    text: str
+    stop_reason: str  # end_turn, stop_sequence, max_tokens, refusal, ... or "max_iterations"
+    iterations: int
+    tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class RobotAgent:
+    """A model conversation whose tools come from MCP servers (and optional local tools).
+
+    Options: `model`; `mcp_config_path` (default: the nearest `.mcp.json` in `cwd` or its nine
+    nearest ancestors); `system_prompt_prefix` (put before the built-in system prompt);
+    `extra_tools` (Anthropic-format tool dicts) handled by `extra_dispatch(name, arguments)`, a
+    coroutine returning text, PNG bytes, content blocks or JSON-able data (raising means an error
+    result); `tool_filter(server_name, mcp_tool) -> bool` to leave MCP tools out; `max_iterations`
+    (model requests per chat); `tool_timeout_s` (per MCP call; None waits as long as the robot
+    takes); `connect_timeout_s` (per server).
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str = DEFAULT_MODEL,
+        mcp_config_path: str | Path | None = None,
+        system_prompt_prefix: str = "",
+        extra_tools: Sequence[dict[str, Any]] | None = None,
+        extra_dispatch: LocalDispatch | None = None,
+        tool_filter: ToolFilter | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        api_key_env: str = "ANTHROPIC_API_KEY",
+        bearer_auth: bool = False,
+        max_iterations: int = 25,
+        max_output_tokens: int = 4096,
+        connect_timeout_s: float = 60.0,
+        tool_timeout_s: float | None = None,
+        request_timeout_s: float = 600.0,
+        cwd: str | Path | None = None,
+    ) -> None:
+        if not isinstance(model, str) or not model:
+            raise ValueError(f"model: must be a non-empty model name, got {model!r}")
+        if not isinstance(max_iterations, int) or isinstance(max_iterations, bool) or max_iterations < 1:
+            raise ValueError(f"max_iterations: must be an integer >= 1, got {max_iterations!r}")
+        if not isinstance(max_output_tokens, int) or max_output_tokens < 1:
+            raise ValueError(f"max_output_tokens: must be an integer >= 1, got {max_output_tokens!r}")
+        for option, value in (("connect_timeout_s", connect_timeout_s), ("request_timeout_s", request_timeout_s),
+                              ("tool_timeout_s", tool_timeout_s if tool_timeout_s is not None else 1.0)):
+            if not isinstance(value, (int, float)) or value <= 0:
+                raise ValueError(f"{option}: must be a positive number of seconds, got {value!r}")
+        self.extra_tools = [_check_local_tool(t, i) for i, t in enumerate(extra_tools or [])]
+        if self.extra_tools and extra_dispatch is None:
+            raise ValueError("extra_dispatch: required when extra_tools are given (it runs them)")
+        key = api_key if api_key is not None else os.environ.get(api_key_env)
+        if not key:
+            raise ValueError(f"api_key_env: environment variable {api_key_env} is not set (or pass api_key=)")
+        self.model = model
+        self.mcp_config_path = Path(mcp_config_path) if mcp_config_path is not None else None
+        self.system_prompt_prefix = system_prompt_prefix
+        self.extra_dispatch = extra_dispatch
+        self.tool_filter = tool_filter
+        self.base_url = base_url
+        self._api_key = key
+        self.bearer_auth = bearer_auth
+        self.max_iterations = max_iterations
+        self.max_output_tokens = max_output_tokens
+        self.connect_timeout_s = connect_timeout_s
+        self.tool_timeout_s = tool_timeout_s
+        self.request_timeout_s = request_timeout_s
+        self.cwd = Path(cwd) if cwd is not None else None
+
+        self.messages: list[dict[str, Any]] = []
+        self.servers: dict[str, ServerStatus] = {}
+        self.config_path: Path | None = None
+        self._connections: dict[str, ServerConnection] = {}
+        self._routes: dict[str, str] = {}  # tool name -> server name or LOCAL
+        self._tools: list[dict[str, Any]] = []
+        self._client: anthropic.AsyncAnthropic | None = None
+        self._chat_lock = asyncio.Lock()
+
+    # -- lifecycle --------------------------------------------------------------------------
+    async def connect(self) -> dict[str, ServerStatus]:
+        """Start every configured server (side by side), collect their tools, register local tools.
+
+        A server that fails to start is reported in the returned statuses (and `servers`) and
+        logged; the others are used. Raises ToolNameConflict if two sources offer one name.
+        """
+        if self._client is not None:
+            raise RuntimeError("connect: already connected (call disconnect() first)")
+        path = self.mcp_config_path or find_mcp_config(self.cwd)
+        configs = load_mcp_config(path) if path is not None else []
+        self.config_path = path
+        if path is None:
+            log.info("no %s found from %s upwards: only local tools", ".mcp.json", self.cwd or os.getcwd())
+        connections = [ServerConnection(c, connect_timeout_s=self.connect_timeout_s) for c in configs]
+        outcomes = await asyncio.gather(*(c.start() for c in connections), return_exceptions=True)
+        self.servers = {}
+        for connection, outcome in zip(connections, outcomes, strict=True):
+            status = ServerStatus(connection.name, connection.config.transport)
+            if isinstance(outcome, BaseException):
+                status.error = describe_error(outcome)
+                log.warning("MCP server %s failed to start: %s", connection.name, status.error)
+            else:
+                status.connected = True
+                self._connections[connection.name] = connection
+            self.servers[connection.name] = status
+        try:
+            self._register_tools()
+        except ToolNameConflict:
+            await self._close_connections()
+            raise
+        credentials = {"auth_token": self._api_key} if self.bearer_auth else {"api_key": self._api_key}
+        self._client = anthropic.AsyncAnthropic(base_url=self.base_url, timeout=self.request_timeout_s, **credentials)
+        return dict(self.servers)
+
+    def _register_tools(self) -> None:
+        routes: dict[str, str] = {}
+        tools: list[dict[str, Any]] = []
+
+        def add(name: str, source: str, spec: dict[str, Any]) -> None:
+            if name in routes:
+                raise ToolNameConflict(
+                    f"tool name conflict: '{name}' is offered by {_source(routes[name])} and by {_source(source)}; "
+                    "drop one with tool_filter(server, tool) or rename it"
+                )
+            routes[name] = source
+            tools.append(spec)
+
+        for name, connection in self._connections.items():
+            offered = []
+            for tool in connection.tools:
+                if self.tool_filter is not None and not self.tool_filter(name, tool):
+                    continue
+                if not _TOOL_NAME.match(tool.name):
+                    log.warning("MCP server %s: tool %r skipped (the model API needs [a-zA-Z0-9_-]{1,128})", name, tool.name)
+                    continue
+                add(tool.name, name, {"name": tool.name, "description": tool.description or "",
+                                      "input_schema": tool.input_schema or {"type": "object"}})
+                offered.append(tool.name)
+            self.servers[name].tools = offered
+        for spec in self.extra_tools:
+            add(spec["name"], LOCAL, spec)
+        self._routes, self._tools = routes, tools
+
+    async def disconnect(self) -> None:
+        """Close every MCP session (stdio servers exit and are reaped) and the model HTTP client."""
+        await self._close_connections()
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()
+
+    async def _close_connections(self) -> None:
+        connections, self._connections = list(self._connections.values()), {}
+        await asyncio.gather(*(c.close() for c in connections), return_exceptions=True)
+        self._routes, self._tools = {}, []
+
+    async def __aenter__(self) -> RobotAgent:
+        await self.connect()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.disconnect()
+
+    # -- conversation -----------------------------------------------------------------------
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        """The tools offered to the model (Anthropic format), MCP tools first."""
+        return list(self._tools)
+
+    def clear_history(self) -> None:
+        self.messages = []
+
+    def system_prompt(self) -> str:
+        return f"{self.system_prompt_prefix.strip()}\n\n{DEFAULT_SYSTEM_PROMPT}".strip()
+
+    async def chat(self, message: str, on_tool_call: OnToolCall | None = None, on_text: OnText | None = None) -> ChatResult:
+        """Send `message` and let the model use tools until it ends its turn (or max_iterations).
+
+        `on_tool_call(name, arguments)` is called before each call and `on_text(fragment)` with
+        streamed text; either may be a coroutine function. If this coroutine is cancelled, the
+        running MCP call is cancelled on its server (that call only) and the history stays valid.
+        """
+        if self._client is None:
+            raise RuntimeError("chat: not connected (call connect() first)")
+        if not isinstance(message, str) or not message.strip():
+            raise ValueError("message: must be non-empty text")
+        async with self._chat_lock:
+            return await self._chat(message, on_tool_call, on_text)
+
+    async def _chat(self, message: str, on_tool_call: OnToolCall | None, on_text: OnText | None) -> ChatResult:
+        self._add_user([{"type": "text", "text": message}])
+        records: list[ToolCallRecord] = []
+        usage = [0, 0]
+        for iteration in range(1, self.max_iterations + 1):
+            reply = await self._request(on_text)
+            usage[0] += reply.usage.input_tokens or 0
+            usage[1] += reply.usage.output_tokens or 0
+            blocks = [_block_dict(b) for b in reply.content if not (b.type == "text" and not b.text)]
+            if blocks:
+                self.messages.append({"role": "assistant", "content": blocks})
+            tool_uses = [b for b in blocks if b["type"] == "tool_use"]
+            if not tool_uses:
+                text = "".join(b["text"] for b in blocks if b["type"] == "text")
+                return ChatResult(text, reply.stop_reason or "end_turn", iteration, records, *usage)
+            if reply.stop_reason == "max_tokens":
+                # A reply cut off mid-call may carry truncated arguments: never run it on a robot.
+                self._add_user([_result_block(b["id"], [{"type": "text", "text": TRUNCATED_TEXT}], True) for b in tool_uses])
+                continue
+            self._add_user(await self._run_tools(tool_uses, on_tool_call, records))
+        log.warning("chat stopped after max_iterations (%d) model requests", self.max_iterations)
+        return ChatResult(f"Stopped after {self.max_iterations} model requests (max_iterations) without finishing.",
+                          "max_iterations", self.max_iterations, records, *usage)
+
+    async def _request(self, on_text: OnText | None) -> Any:
+        assert self._client is not None
+        request: dict[str, Any] = {
+            "model": self.model, "max_tokens": self.max_output_tokens, "system": self.system_prompt(),
+            "messages": self.messages,
+        }
+        if self._tools:
+            request["tools"] = self._tools
+        async with self._client.messages.stream(**request) as stream:
+            if on_text is not None:
+                async for event in stream:
+                    if event.type == "text":
+                        await _maybe_await(on_text(event.text))
+            return await stream.get_final_message()
+
+    async def _run_tools(self, tool_uses: list[dict[str, Any]], on_tool_call: OnToolCall | None,
+                         records: list[ToolCallRecord]) -> list[dict[str, Any]]:
+        """Run the calls one after another, in the model's order (robot actions do not commute)."""
+        results: list[dict[str, Any]] = []
+        try:
+            for block in tool_uses:
+                name, arguments = block["name"], dict(block.get("input") or {})
+                if on_tool_call is not None:
+                    await _maybe_await(on_tool_call(name, arguments))
+                record = await self.call_tool(name, arguments)
+                records.append(record)
+                results.append(_result_block(block["id"], record.content, record.is_error))
+        except asyncio.CancelledError:
+            # Every tool_use needs its tool_result, or the next request is refused.
+            for block in tool_uses[len(results):]:
+                results.append(_result_block(block["id"], [{"type": "text", "text": CANCELLED_TEXT}], True))
+            self._add_user(results)
+            raise
+        return results
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolCallRecord:
+        """Call one tool by name (MCP or local) without the model; errors come back as is_error records."""
+        source = self._routes.get(name)
+        started = time.perf_counter()
+        if source is None:
+            content = [{"type": "text", "text": f"unknown tool '{name}' (available: {', '.join(self._routes) or 'none'})"}]
+            return ToolCallRecord(name, "", arguments, content, True, 0.0)
+        is_error = False
+        try:
+            if source == LOCAL:
+                assert self.extra_dispatch is not None
+                content = local_result_to_anthropic(await self.extra_dispatch(name, arguments))
+            else:
+                result = await self._connections[source].call(name, arguments, self.tool_timeout_s)
+                content = mcp_content_to_anthropic(result.content)
+                is_error = bool(result.is_error)
+        except Exception as exc:
+            where = "local tool" if source == LOCAL else f"MCP server '{source}'"
+            content = [{"type": "text", "text": f"{where} failed: {describe_error(exc)}"}]
+            is_error = True
+        return ToolCallRecord(name, source, arguments, content, is_error, time.perf_counter() - started)
+
+    def _add_user(self, content: list[dict[str, Any]]) -> None:
+        if self.messages and self.messages[-1]["role"] == "user":
+            # e.g. a chat cancelled during a model request, then a new message: one user turn.
+            self.messages[-1]["content"].extend(content)
+        else:
+            self.messages.append({"role": "user", "content": list(content)})
+
+
+def _result_block(tool_use_id: str, content: list[dict[str, Any]], is_error: bool) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_use_id, "content": content}
+    if is_error:
+        block["is_error"] = True
+    return block
+
+
+def _block_dict(block: Any) -> dict[str, Any]:
+    if block.type == "text":
+        return {"type": "text", "text": block.text}
+    if block.type == "tool_use":
+        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+    data = block.model_dump(mode="json", exclude_none=True)  # thinking blocks go back verbatim
+    data.pop("parsed_output", None)
+    return data
+
+
+def _check_local_tool(spec: Any, index: int) -> dict[str, Any]:
+    where = f"extra_tools[{index}]"
+    if not isinstance(spec, dict):
+        raise ValueError(f"{where}: must be an Anthropic tool dict with name, description, input_schema")
+    name = spec.get("name")
+    if not isinstance(name, str) or not _TOOL_NAME.match(name):
+        raise ValueError(f"{where}.name: must match [a-zA-Z0-9_-]{{1,128}}, got {name!r}")
+    if not isinstance(spec.get("input_schema"), dict):
+        raise ValueError(f"{where}.input_schema: must be a JSON schema object")
+    return dict(spec)
+
+
+def _source(source: str) -> str:
+    return "extra_tools" if source == LOCAL else f"MCP server '{source}'"
+
+
+async def _maybe_await(value: Any) -> None:
+    if inspect.isawaitable(value):
+        await value

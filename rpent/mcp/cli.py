@@ -1,0 +1,203 @@
+"""`rpent serve-mcp --robot NAME`: a robot's toolkit as an MCP server over stdio or streamable HTTP.
+
+The robot is built exactly as `rpent run` builds it (parse_config, init_runtime, get_toolkit),
+and whatever happens the active call is cancelled, the toolkit closed (its record saved) and the
+runtime stopped. In stdio mode stdout is the MCP wire: logging goes to stderr only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rpent.cli.logs import FanOutSink, ProgressSink, setup_console
+from rpent.robot import ConfigError, RobotNotFound, RobotSpec, load_robot
+
+log = logging.getLogger("rpent.mcp")
+
+EXIT_OK, EXIT_FAILED, EXIT_CONFIG = 0, 1, 2
+
+DESCRIPTION = """\
+Serve a robot's tools to MCP clients (Claude Code, Codex, RobotAgent, any MCP client).
+
+  rpent serve-mcp --robot toy                          stdio (the client starts this command)
+  rpent serve-mcp --robot toy --http --port 8765       streamable HTTP at http://127.0.0.1:8765/mcp
+
+Results carry the JSON text, the paths of saved PNG images and inline image blocks; a failed
+call has isError set; an MCP cancellation stops exactly that call.
+"""
+
+
+def add_serve_mcp_arguments(parser: argparse.ArgumentParser, robot_spec: RobotSpec | None = None) -> None:
+    parser.add_argument("--robot", required=True, help="robot name (see `rpent robots`)")
+    transport = parser.add_argument_group("transport")
+    transport.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
+    transport.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
+    transport.add_argument("--port", type=int, default=8765, help="HTTP port; 0 picks a free one (default 8765)")
+    transport.add_argument("--allow-remote", action="store_true",
+                           help="allow a non-loopback --host (the server has no authentication: trusted networks only)")
+    offer = parser.add_argument_group("what is offered")
+    offer.add_argument("--read-image", action="store_true",
+                       help="also offer the read_image tool (for clients that cannot open PNG files themselves)")
+    offer.add_argument("--no-images", action="store_true",
+                       help="send results as text with PNG paths only, without inline image blocks")
+    offer.add_argument("--name", help="server name shown to clients (default rpent-<robot>)")
+    run = parser.add_argument_group("robot and record")
+    run.add_argument("--task", help="task text for the robot's prompt variables (default: the robot's default task)")
+    run.add_argument("--output-dir", help="where steps.jsonl, images/ and episode.mp4 go (default runs/<robot>-mcp-<time>)")
+    run.add_argument("--memory-dir", help="the robot's memory directory (default: $RPENT_MEMORY_DIR/<robot> or ~/.local/share/rpent/memory/<robot>)")
+    run.add_argument("--memory-access", choices=("read-only", "read-write", "inbox-write"), default="inbox-write",
+                     help="what tools may write in memory (default inbox-write)")
+    output = parser.add_argument_group("output")
+    output.add_argument("--quiet", action="store_true", help="only warnings and errors on stderr")
+    output.add_argument("--json", dest="json_logs", action="store_true", help="stderr log lines as JSON")
+    if robot_spec is not None:
+        robot_spec.add_cli_args(parser)
+
+
+def add_serve_mcp_parser(subparsers: Any, robot_spec: RobotSpec | None = None) -> argparse.ArgumentParser:
+    """Add the `serve-mcp` command; pass the robot's spec (when --robot is known) for its own flags."""
+    parser = subparsers.add_parser(
+        "serve-mcp", help="serve a robot's tools over MCP (stdio or streamable HTTP)",
+        description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_serve_mcp_arguments(parser, robot_spec)
+    return parser
+
+
+def serve_mcp(args: argparse.Namespace) -> int:
+    """Build the robot, serve until the client leaves (stdio) or a signal arrives (HTTP), clean up."""
+    setup_console(quiet=args.quiet, json_logs=args.json_logs)  # stderr only
+    from rpent.mcp.transports import bind_socket, check_host
+
+    sock = None
+    try:
+        module = load_robot(args.robot)
+        spec = module.get_robot_spec()
+        if getattr(args, "output_dir", None) is None:
+            args.output_dir = str(Path("runs") / f"{spec.name}-mcp-{time.strftime('%Y%m%d-%H%M%S')}")
+        config = spec.parse_config(args)
+        if args.http:
+            check_host(args.host, allow_remote=args.allow_remote)
+            if not 0 <= args.port <= 65535:
+                raise ConfigError(f"--port: must be 0..65535, got {args.port}")
+            try:  # listen before the robot starts: a busy port must not leave a started robot behind
+                sock = bind_socket(args.host, args.port)
+            except OSError as exc:
+                raise ConfigError(f"--port: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
+    except (ConfigError, RobotNotFound, ValueError) as exc:
+        print(f"rpent serve-mcp: error: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    return _serve_robot(args, spec, module, config, sock)
+
+
+def _serve_robot(args: argparse.Namespace, spec: RobotSpec, module: Any, config: Any, sock: Any) -> int:
+    from rpent.mcp.bridge import build_mcp_server
+    from rpent.mcp.transports import serve_http, serve_stdio, stdout_to_stderr
+
+    events = FanOutSink(ProgressSink(log), None)
+    runtime_kwargs: dict[str, Any] = {}
+    toolkit = None
+    code = EXIT_OK
+    # SIGTERM ends the run like Ctrl-C (the robot is stopped and the record saved), not abruptly.
+    previous_term = signal.signal(signal.SIGTERM, _raise_interrupt) if _main_thread() else None
+    try:
+        log.info("starting robot %s (record in %s) ...", spec.name, config.output_dir)
+        # In stdio mode fd 1 is the MCP wire: whatever the robot's drivers print at start-up goes to stderr.
+        with stdout_to_stderr() if not args.http else _nothing():
+            runtime_kwargs = spec.init_runtime(config, selection=None, events=events)
+            toolkit = module.get_toolkit(runtime_kwargs=runtime_kwargs, dashboard_events=events, config=config)
+        server = build_mcp_server(
+            toolkit, name=args.name or f"rpent-{spec.name}", include_read_image=args.read_image,
+            images=not args.no_images,
+        )
+        if args.http:
+            # uvicorn handles SIGINT/SIGTERM itself: the active call is cancelled at once, then the
+            # graceful shutdown runs and the signal is raised again (KeyboardInterrupt below).
+            def cancel_now() -> None:
+                threading.Thread(target=toolkit.cancel_active_and_wait,
+                                 kwargs={"timeout": 10, "reason": "MCP server shutting down"}, daemon=True).start()
+
+            asyncio.run(serve_http(server, host=args.host, port=args.port, on_signal=cancel_now, sock=sock))
+        else:
+            log.info("serving MCP over stdio")
+            asyncio.run(serve_stdio(server))
+        log.info("MCP client gone; shutting down")
+    except KeyboardInterrupt:
+        log.warning("interrupted: stopping the robot and saving the record")
+    except Exception as exc:
+        log.exception("serve-mcp failed: %s: %s", type(exc).__name__, exc)
+        code = EXIT_FAILED
+    finally:
+        if previous_term is not None:
+            signal.signal(signal.SIGTERM, previous_term)
+        if sock is not None:
+            sock.close()
+        _shutdown(spec, toolkit, runtime_kwargs)
+    return code
+
+
+def _shutdown(spec: RobotSpec, toolkit: Any, runtime_kwargs: dict[str, Any]) -> None:
+    if toolkit is not None:
+        try:
+            if not toolkit.cancel_active_and_wait(timeout=10, reason="MCP server shutting down"):
+                log.error("a tool call was still running 10 s after cancel")
+            episode = toolkit.close(timeout=30)
+            if episode:
+                log.info("episode video: %s", episode)
+        except Exception:
+            log.exception("closing the toolkit failed")
+    try:
+        spec.stop_runtime(runtime_kwargs)
+    except Exception:
+        log.exception("stopping the runtime failed")
+
+
+class _nothing:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _raise_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def _main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m rpent.mcp --robot NAME ...` (the same as `rpent serve-mcp`)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    spec = None
+    robot = _robot_from_argv(argv)
+    if robot:
+        try:
+            spec = load_robot(robot).get_robot_spec()
+        except RobotNotFound as exc:
+            print(f"rpent serve-mcp: error: {exc}", file=sys.stderr)
+            return EXIT_CONFIG
+    parser = argparse.ArgumentParser(prog="python -m rpent.mcp", description=DESCRIPTION,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_serve_mcp_arguments(parser, spec)
+    return serve_mcp(parser.parse_args(argv))
+
+
+def _robot_from_argv(argv: Sequence[str]) -> str | None:
+    for i, arg in enumerate(argv):
+        if arg == "--robot" and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith("--robot="):
+            return arg.split("=", 1)[1]
+    return None
