@@ -148,6 +148,9 @@ class RosToolkit:
             self._tools = [RemoteTool(**t) for t in json.loads(response.tools_json)]
         return [t for t in self._tools if include_read_image or t.name != "read_image"]
 
+    def get_tool(self, name: str) -> RemoteTool | None:
+        return next((t for t in self.list_tools() if t.name == name), None)
+
     def submit(self, name: str, arguments: Any = None, *, on_stage: StageCallback | None = None) -> RemoteCall:
         call = RemoteCall(self, name, arguments, on_stage)
         with self._lock:

@@ -120,3 +120,24 @@ def test_planner_node_reaches_finish_through_the_ros_client(ros, tmp_path):
     assert summary["status"] == "finished" and summary["solved"] is True
     assert node.toolkit.finish_result["status"] == "success"
     assert (tmp_path / "planner" / "result.json").exists()
+
+
+def test_mcp_bridge_node_serves_a_remote_tool(ros, tmp_path):
+    import asyncio
+
+    import mcp
+
+    from rpent_ros.mcp_bridge_node import McpBridgeNode
+
+    toolkit_node(ros, tmp_path)
+    bridge = ros(McpBridgeNode())
+
+    async def main():
+        async with mcp.Client(bridge.server()) as client:
+            names = [t.name for t in (await client.list_tools()).tools]
+            return names, await client.call_tool("move_to", {"x_m": 0.3, "y_m": 0.1})
+
+    names, result = asyncio.run(main())
+    assert "move_to" in names and "read_image" not in names
+    assert result.is_error is False
+    assert any(block.type == "image" for block in result.content)
