@@ -7,8 +7,9 @@ bash "$repo/scripts/setup.sh"
 cd "$repo"
 export MUJOCO_GL="${MUJOCO_GL:-egl}"
 out="runs/demo-$(date +%Y%m%d-%H%M%S)"
-robot_args=(--robot toy --task "Put the red block in the bin.")
-recipe="robots/toy/recipes/red_block_in_bin.jsonl"
+# The simulated Franka: franky-sim on loopback, the real franky client, offscreen MuJoCo cameras.
+robot_args=(--robot franka --sim --task "Pick up the red cube and lift it 10 cm above the table.")
+recipe="robots/franka/recipes/pick_cube.jsonl"
 if [ -n "${ANTHROPIC_API_KEY:-}" ]; then
   planner_args=(--planner api)
 else

@@ -1,0 +1,31 @@
+"""Two Franka arms in one toolkit: the Franka spec with the dual config, tools and prompts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from robots.dual_franka.toolkit import DualFrankaToolkit
+from robots.franka.config import CONFIG_DIR
+from robots.franka.robot_spec import FrankaSpec
+from rpent.dashboard.events import DashboardEventSink
+from rpent.robot import PromptBundle, RunConfig
+from rpent.tools import Toolkit
+
+PROMPTS = Path(__file__).parent / "prompts"
+
+
+class DualFrankaSpec(FrankaSpec):
+    name = "dual_franka"
+    prompts = PromptBundle.from_files(PROMPTS / "system.md", PROMPTS / "user.md")
+    default_task = "Pick up the red cube with the left arm and lift it 10 cm above the table."
+    toolkit_class: type[Toolkit] = DualFrankaToolkit
+    default_config = CONFIG_DIR / "franka_dual.yaml"
+
+
+def get_robot_spec() -> DualFrankaSpec:
+    return DualFrankaSpec()
+
+
+def get_toolkit(*, runtime_kwargs: dict[str, Any], dashboard_events: DashboardEventSink | None, config: RunConfig) -> Toolkit:
+    return get_robot_spec().make_toolkit(runtime_kwargs=runtime_kwargs, dashboard_events=dashboard_events, config=config)

@@ -1,0 +1,10 @@
+"""Two Franka arms in one toolkit: the Franka observation and success check, the dual tool set."""
+
+from __future__ import annotations
+
+from robots.dual_franka.tools import DUAL_FRANKA_TOOLS
+from robots.franka.toolkit import FrankaToolkit
+
+
+class DualFrankaToolkit(FrankaToolkit):
+    tools = DUAL_FRANKA_TOOLS

@@ -1,0 +1,125 @@
+"""How a Franka deployment is configured, started (real arms or franky-sim) and turned into a toolkit.
+
+One module serves the single-arm robot `franka` and, through `DualFrankaSpec` in robots/dual_franka,
+the two-arm robot: they differ only in the default config file, the toolkit class and the prompts.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from robots.franka.config import CONFIG_DIR, load_franka_config
+from robots.franka.toolkit import FrankaToolkit
+from rpent.dashboard.events import DashboardEventSink
+from rpent.robot import (
+    ConfigError,
+    Dashboard,
+    FrameChannel,
+    PromptBundle,
+    RobotSpec,
+    RunConfig,
+    RuntimeComponent,
+    TaskField,
+    memory_for,
+)
+from rpent.tools import Toolkit
+
+PROMPTS = Path(__file__).parent / "prompts"
+
+
+class FrankaSpec(RobotSpec):
+    name = "franka"
+    prompts = PromptBundle.from_files(PROMPTS / "system.md", PROMPTS / "user.md")
+    default_task = "Pick up the red cube and lift it 10 cm above the table."
+    toolkit_class: type[Toolkit] = FrankaToolkit
+    default_config = CONFIG_DIR / "franka.yaml"
+    dashboard = Dashboard(
+        task_command="Start task",
+        task_fields=(TaskField("task", "Task", "text", default="Pick up the red cube and lift it 10 cm above the table."),),
+        components=(RuntimeComponent("arms", "Arms and grippers", shared=True), RuntimeComponent("cameras", "Cameras", shared=True)),
+        frame_channels=(FrameChannel("front", "Front camera", max_fps=4.0), FrameChannel("top", "Top camera", max_fps=2.0)),
+    )
+
+    def add_cli_args(self, parser: argparse.ArgumentParser) -> None:
+        group = parser.add_argument_group("franka")
+        group.add_argument("--sim", action="store_true", help="start franky-sim in this process (loopback 127.0.0.x) instead of real arms")
+        group.add_argument("--config", default=str(self.default_config),
+                           help=f"deployment YAML: arms (FCI hosts), cameras, safety file (default {self.default_config.name})")
+        group.add_argument("--safety-file", help="safety envelope YAML (default: the one the deployment YAML names)")
+        group.add_argument("--approve-motions", action="store_true",
+                           help="every motion waits for the operator's approval (dashboard, or y/n on this terminal)")
+        group.add_argument("--video-fps", type=float, default=3.0,
+                           help="frames per second of the first camera recorded during motions (0: none; default 3)")
+        group.add_argument("--target-object", default="cube", help="sim object whose lift counts as solved (default cube)")
+
+    def parse_config(self, args: argparse.Namespace) -> RunConfig:
+        path = Path(getattr(args, "config", None) or self.default_config)
+        if not path.is_file():
+            raise ConfigError(f"--config: no such file {path}")
+        try:
+            franka = load_franka_config(path)
+        except (ValueError, OSError) as exc:
+            raise ConfigError(f"--config: {exc}") from None
+        update: dict[str, Any] = {}
+        safety_file = getattr(args, "safety_file", None)
+        if safety_file:
+            if not Path(safety_file).is_file():
+                raise ConfigError(f"--safety-file: no such file {safety_file}")
+            update["safety_file"] = str(Path(safety_file).resolve())
+        if getattr(args, "approve_motions", False):
+            update["require_approval"] = True
+        franka = franka.model_copy(update=update)
+        try:
+            franka.safety()
+        except (ValueError, OSError) as exc:
+            raise ConfigError(f"--safety-file: {exc}") from None
+        video_fps = getattr(args, "video_fps", 3.0)
+        if not 0 <= video_fps <= 30:
+            raise ConfigError(f"--video-fps: must be between 0 and 30, got {video_fps}")
+        config = self.base_config(args, arms=", ".join(a.name for a in franka.arms))
+        config.options.update(
+            franka=franka, sim=bool(getattr(args, "sim", False)), video_fps=video_fps,
+            target_object=getattr(args, "target_object", "cube"),
+        )
+        return config
+
+    def init_runtime(
+        self, config: RunConfig, *, selection: Sequence[str] | None = None, events: DashboardEventSink
+    ) -> dict[str, Any]:
+        from robots.franka.runtime import build_runtime
+
+        approval = getattr(events, "approval_channel", None)
+        franka = config.options["franka"]
+        if approval is None and franka.safety().default.require_approval:
+            from robots.franka.approval import CliApprovalChannel
+
+            approval = CliApprovalChannel()
+        runtime = build_runtime(franka, sim=config.options["sim"], approval=approval)
+        runtime.video_fps = config.options["video_fps"]
+        return {"runtime": runtime, "frame_sources": {cam.name: cam.capture for cam in runtime.cameras}}
+
+    def stop_runtime(self, runtime_kwargs: dict[str, Any]) -> None:
+        runtime = runtime_kwargs.get("runtime")
+        if runtime is not None:
+            runtime.stop_all()
+            runtime.close()
+
+    def make_toolkit(self, *, runtime_kwargs: dict[str, Any], dashboard_events: DashboardEventSink | None, config: RunConfig) -> Toolkit:
+        return self.toolkit_class(
+            robot=runtime_kwargs["runtime"],
+            memory=memory_for(config, self.name),
+            output_dir=config.output_dir,
+            dashboard_events=dashboard_events,
+            target_object=config.options.get("target_object", "cube"),
+        )
+
+
+def get_robot_spec() -> FrankaSpec:
+    return FrankaSpec()
+
+
+def get_toolkit(*, runtime_kwargs: dict[str, Any], dashboard_events: DashboardEventSink | None, config: RunConfig) -> Toolkit:
+    return get_robot_spec().make_toolkit(runtime_kwargs=runtime_kwargs, dashboard_events=dashboard_events, config=config)

@@ -1,0 +1,145 @@
+"""The Franka runtime a toolkit drives: arms, grippers, cameras, and the simulator if any.
+
+`build_runtime(config, sim=True)` starts franky-sim in this process and points the very same
+franky clients at it; without `sim` they connect to the hosts in the config.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from robots.franka.cameras import MujocoCamera, OpenCVCamera
+from robots.franka.config import ArmConfig, FrankaConfig
+from robots.franka.franky_arm import FrankyArm
+from robots.franka.franky_gripper import FrankyGripper
+from robots.franka.safety import SafetyConfig
+from rpent.runtime.arm import ApprovalChannel, RuntimeFault
+from rpent.runtime.camera import Camera
+
+if TYPE_CHECKING:  # franky-sim and MuJoCo are only needed with --sim
+    from robots.franka.sim import FrankaSim, SimScene
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class FrankaRuntime:
+    arms: dict[str, FrankyArm]
+    grippers: dict[str, FrankyGripper]
+    cameras: list[Camera]
+    arm_configs: dict[str, ArmConfig]
+    safety: SafetyConfig
+    sim: FrankaSim | None = None
+    approval: ApprovalChannel | None = None
+    # Frames per second of the first camera recorded into the episode video during motions (0: none).
+    video_fps: float = 0.0
+    closed: bool = field(default=False, init=False)
+
+    def arm(self, name: str | None = None) -> FrankyArm:
+        if name is None:
+            return next(iter(self.arms.values()))
+        try:
+            return self.arms[name]
+        except KeyError:
+            raise ValueError(f"arm: unknown arm {name!r}; known: {sorted(self.arms)}") from None
+
+    def gripper(self, name: str | None = None) -> FrankyGripper:
+        arm_name = self.arm(name).name
+        if arm_name not in self.grippers:
+            raise ValueError(f"arm {arm_name!r} has no gripper configured")
+        return self.grippers[arm_name]
+
+    def stop_all(self) -> None:
+        for arm in self.arms.values():
+            arm.stop()
+        for gripper in self.grippers.values():
+            gripper.stop()
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        for cam in self.cameras:
+            _quietly(cam.close)
+        for gripper in self.grippers.values():
+            _quietly(gripper.close)
+        for arm in self.arms.values():
+            _quietly(arm.close)
+        if self.sim is not None:
+            _quietly(self.sim.close)
+
+
+def _quietly(fn: object) -> None:
+    try:
+        fn()  # type: ignore[operator]
+    except Exception:
+        log.exception("closing %r failed", fn)
+
+
+def build_runtime(
+    config: FrankaConfig,
+    *,
+    sim: bool = False,
+    scene: SimScene | None = None,
+    sim_cameras: bool = True,
+    approval: ApprovalChannel | None = None,
+) -> FrankaRuntime:
+    """Connect everything in `config`; with `sim`, start franky-sim first and use its hosts."""
+    safety = config.safety()
+    simulator: FrankaSim | None = None
+    arm_cfgs = list(config.arms)
+    if sim:
+        from robots.franka.sim import FrankaSim, SimScene
+
+        if scene is None:
+            scene = SimScene() if len(arm_cfgs) == 1 else SimScene.dual()
+        if len(scene.arm_positions) != len(arm_cfgs):
+            raise ValueError(f"arms: the sim scene has {len(scene.arm_positions)} arms, the config {len(arm_cfgs)}")
+        simulator = FrankaSim(scene).start()
+        arm_cfgs = [cfg.model_copy(update={"host": host}) for cfg, host in zip(arm_cfgs, simulator.hosts, strict=False)]
+    runtime = FrankaRuntime(
+        arms={},
+        grippers={},
+        cameras=[],
+        arm_configs={c.name: c for c in arm_cfgs},
+        safety=safety,
+        sim=simulator,
+        approval=approval,
+    )
+    try:
+        for cfg in arm_cfgs:
+            envelope = safety.envelope(cfg.name)
+            runtime.arms[cfg.name] = FrankyArm(
+                cfg.host,
+                name=cfg.name,
+                envelope=envelope,
+                dynamics_factor=cfg.dynamics_factor,
+                torque_threshold_nm=cfg.torque_threshold_nm,
+                force_threshold_n=cfg.force_threshold_n,
+                connect_timeout_s=cfg.connect_timeout_s,
+            )
+            if cfg.gripper:
+                runtime.grippers[cfg.name] = FrankyGripper(
+                    cfg.host,
+                    name=f"{cfg.name}_gripper",
+                    envelope=envelope,
+                    speed_m_s=cfg.gripper_speed_m_s,
+                    connect_timeout_s=cfg.connect_timeout_s,
+                )
+        if simulator is not None and sim_cameras:
+            for cam in simulator.scene.cameras:
+                runtime.cameras.append(
+                    MujocoCamera(simulator, cam.name, config.sim_camera_width, config.sim_camera_height)
+                )
+        elif simulator is None:
+            for cam in config.cameras:
+                runtime.cameras.append(OpenCVCamera(cam.name, cam.device, cam.width, cam.height, cam.fps))
+    except BaseException:
+        runtime.close()
+        raise
+    if not runtime.arms:
+        runtime.close()
+        raise RuntimeFault("no arms configured")
+    return runtime

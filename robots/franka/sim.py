@@ -1,0 +1,302 @@
+"""franky-sim in this process: one or more FR3 arms, a table, graspable cubes and fixed cameras.
+
+The simulator speaks the real libfranka protocol on 127.0.0.x, so the same franky code drives
+it and a real robot. Stepping runs in our own thread under a lock, so cameras and ground-truth
+readers see whole physics steps, never half-written ones.
+
+Run standalone (e.g. to test a client against a separate process):
+    python -m robots.franka.sim --arms 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+import mujoco
+import numpy as np
+from franky_sim import SimulationServer
+from franky_sim.franka_gripper_protocol import GripperCommandStatus
+from franky_sim.franka_server import BaseCommand
+from franky_sim.mujoco_simulator import MujocoSimulator
+
+from rpent.runtime.arm import RuntimeFault
+
+Vec3 = tuple[float, float, float]
+
+
+@dataclass(frozen=True)
+class SimObject:
+    """A free-floating box; `size_m` is the full edge length."""
+
+    name: str
+    position: Vec3
+    size_m: float = 0.045
+    rgba: tuple[float, float, float, float] = (0.85, 0.1, 0.1, 1.0)
+    mass_kg: float = 0.05
+
+
+@dataclass(frozen=True)
+class SimCamera:
+    """A fixed camera looking from `position` at `target` (world frame)."""
+
+    name: str
+    position: Vec3
+    target: Vec3
+    fovy_deg: float = 50.0
+
+
+TABLE_TOP_Z_M = 0.20
+SWITCH_INTERVAL_S = 0.0005
+
+
+@dataclass(frozen=True)
+class SimScene:
+    """The world. Arms sit at `arm_positions`; a pose in an arm's base frame is world minus that."""
+
+    arm_positions: tuple[Vec3, ...] = ((0.0, 0.0, 0.0),)
+    table_center_xy: tuple[float, float] = (0.55, 0.0)
+    table_half_size_xy: tuple[float, float] = (0.25, 0.45)
+    table_top_z: float = TABLE_TOP_Z_M
+    objects: tuple[SimObject, ...] = (
+        SimObject("cube", (0.50, 0.0, TABLE_TOP_Z_M + 0.0225)),
+        SimObject("green_cube", (0.45, 0.17, TABLE_TOP_Z_M + 0.02), 0.04, (0.1, 0.7, 0.2, 1.0)),
+        SimObject("blue_cube", (0.58, -0.17, TABLE_TOP_Z_M + 0.02), 0.04, (0.15, 0.3, 0.85, 1.0)),
+    )
+    cameras: tuple[SimCamera, ...] = (
+        SimCamera("front", (1.35, 0.0, 0.75), (0.5, 0.0, 0.25)),
+        SimCamera("top", (0.55, 0.0, 1.45), (0.55, 0.0, 0.2), fovy_deg=45.0),
+    )
+
+    @classmethod
+    def dual(cls, spacing_m: float = 0.5) -> SimScene:
+        half = spacing_m / 2
+        return cls(arm_positions=((0.0, half, 0.0), (0.0, -half, 0.0)), table_half_size_xy=(0.25, 0.6))
+
+
+def _fmt(values: Iterable[float]) -> str:
+    return " ".join(f"{v:.6g}" for v in values)
+
+
+def _camera_xyaxes(position: Vec3, target: Vec3) -> str:
+    forward = np.asarray(target, float) - np.asarray(position, float)
+    forward /= np.linalg.norm(forward)
+    up = np.array([0.0, 0.0, 1.0])
+    right = np.cross(forward, up)
+    if np.linalg.norm(right) < 1e-6:  # looking straight down: pick +y as "up" in the image
+        right = np.cross(forward, np.array([-1.0, 0.0, 0.0]))
+    right /= np.linalg.norm(right)
+    cam_up = np.cross(right, forward)
+    return _fmt([*right, *cam_up])
+
+
+def _abort_pending_on_stop(gripper_server: Any) -> None:
+    """Make the simulated hand answer an interrupted move/grasp with "aborted", as a real one does.
+
+    franky-sim 1.0.4 drops the pending command on stop without answering it, so the client's
+    call never returns and its connection blocks every later command (and its own teardown).
+    """
+    original_stop = gripper_server.stop
+
+    def stop(command_id: int, tcp_socket: Any) -> None:
+        if gripper_server._pending_command_id is not None and gripper_server._pending_tcp_socket is not None:
+            BaseCommand.send_response(
+                gripper_server._pending_tcp_socket,
+                gripper_server._pending_command_type,
+                gripper_server._pending_command_id,
+                GripperCommandStatus.kAborted,
+                command_type_struct="H",
+                status_type_struct="H",
+            )
+        original_stop(command_id, tcp_socket)
+
+    gripper_server.stop = stop
+
+
+def default_hostnames() -> Iterator[str]:
+    """Loopback addresses to try for the simulated arms, in order (busy ones are skipped)."""
+    for b in range(1, 255):
+        yield f"127.0.0.{b}"
+
+
+class FrankaSim:
+    """Owns the MuJoCo world and the franky-sim servers; `hosts[i]` is arm i's FCI address."""
+
+    def __init__(
+        self, scene: SimScene | None = None, hostnames: Iterable[str] | None = None, realtime: bool = True
+    ) -> None:
+        self.scene = scene or SimScene()
+        self._hostnames = list(hostnames) if hostnames is not None else default_hostnames()
+        self._realtime = realtime
+        self.lock = threading.Lock()
+        self._sim: Any = None
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
+        self._running = False
+        self.hosts: list[str] = []
+        self.fault: BaseException | None = None
+
+    # --- building ----------------------------------------------------------------------------
+    def _build(self) -> Any:
+        sim = MujocoSimulator()
+        sim.init()
+        for pos in self.scene.arm_positions:
+            sim.add_robot(position=pos)
+        quality = sim.scene.find("visual/quality")
+        if quality is not None:
+            # Shadows and multisampling cost ~10x per frame offscreen and add nothing to a planner's view.
+            quality.set("shadowsize", "0")
+            quality.set("offsamples", "0")
+        for light in sim.worldbody.findall("light"):
+            light.set("castshadow", "false")
+        wb = sim.worldbody
+        s = self.scene
+        table = ET.SubElement(wb, "body", name="table", pos=_fmt((*s.table_center_xy, s.table_top_z / 2)))
+        ET.SubElement(
+            table,
+            "geom",
+            name="table_top",
+            type="box",
+            size=_fmt((*s.table_half_size_xy, s.table_top_z / 2)),
+            rgba="0.62 0.5 0.38 1",
+        )
+        for obj in s.objects:
+            body = ET.SubElement(wb, "body", name=obj.name, pos=_fmt(obj.position))
+            ET.SubElement(body, "freejoint", name=f"{obj.name}_joint")
+            ET.SubElement(
+                body,
+                "geom",
+                name=f"{obj.name}_geom",
+                type="box",
+                size=_fmt([obj.size_m / 2] * 3),
+                rgba=_fmt(obj.rgba),
+                mass=f"{obj.mass_kg}",
+                friction="1.5 0.02 0.001",
+                condim="4",
+            )
+        for cam in s.cameras:
+            ET.SubElement(
+                wb,
+                "camera",
+                name=cam.name,
+                pos=_fmt(cam.position),
+                xyaxes=_camera_xyaxes(cam.position, cam.target),
+                fovy=f"{cam.fovy_deg}",
+            )
+        return sim
+
+    def start(self) -> FrankaSim:
+        self._sim = self._build()
+        self._server = SimulationServer(self._sim, hostname_candidates=self._hostnames)
+        try:
+            self._server.init()
+        except OSError as exc:
+            raise RuntimeFault(f"franky-sim could not bind a loopback address: {exc}") from exc
+        self.hosts = [rs.hostname for rs in self._server.robot_servers]
+        for rs in self._server.robot_servers:
+            gripper_server = getattr(rs, "_FrankaRobotServer__gripper_server", None)
+            if gripper_server is not None:
+                _abort_pending_on_stop(gripper_server)
+        # The stepping thread is busy Python: with the default 5 ms GIL switch interval every
+        # franky call or render in another thread waits up to 5 ms per GIL hand-over. A shorter
+        # interval (process-wide, so only with an in-process sim) keeps tool calls and stops prompt.
+        if sys.getswitchinterval() > SWITCH_INTERVAL_S:
+            sys.setswitchinterval(SWITCH_INTERVAL_S)
+        self._running = True
+        self._thread = threading.Thread(target=self._loop, name="franky-sim", daemon=True)
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        period = 0.001
+        next_tick = time.perf_counter()
+        try:
+            while self._running:
+                with self.lock:
+                    self._server.run_once(realtime=False)
+                if self._realtime:
+                    next_tick += period
+                    delay = next_tick - time.perf_counter()
+                    if delay > 0:
+                        time.sleep(delay)
+                    else:
+                        next_tick = time.perf_counter()  # behind (slow machine): do not try to catch up
+        except BaseException as exc:  # surfaced through `fault`; clients see a network timeout
+            self.fault = exc
+
+    # --- reading the world ---------------------------------------------------------------------
+    @property
+    def model(self) -> Any:
+        return self._sim.model
+
+    @property
+    def data(self) -> Any:
+        return self._sim.data
+
+    @property
+    def time_s(self) -> float:
+        with self.lock:
+            return float(self._sim.data.time)
+
+    def body_position(self, name: str) -> np.ndarray:
+        """World position [m] of a body (e.g. "cube"), read between physics steps."""
+        body_id = mujoco.mj_name2id(self._sim.model, mujoco.mjtObj.mjOBJ_BODY, name)
+        if body_id < 0:
+            raise KeyError(f"no body named {name!r} in the simulated scene")
+        with self.lock:
+            return self._sim.data.xpos[body_id].copy()
+
+    def arm_position(self, index: int) -> np.ndarray:
+        return np.asarray(self.scene.arm_positions[index], float)
+
+    def object_in_arm_frame(self, name: str, arm_index: int = 0) -> np.ndarray:
+        """Body position in the base frame of arm `arm_index` (arms are placed without rotation)."""
+        return self.body_position(name) - self.arm_position(arm_index)
+
+    # --- lifecycle ---------------------------------------------------------------------------
+    def close(self) -> None:
+        self._running = False
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5.0)
+        if self._server is not None:
+            for rs in self._server.robot_servers:
+                rs.cleanup()
+            self._server = None
+
+    def __enter__(self) -> FrankaSim:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Run franky-sim with the RPent table scene.")
+    parser.add_argument("--arms", type=int, choices=(1, 2), default=1)
+    parser.add_argument("--host", action="append", default=[], help="loopback address to bind (repeatable)")
+    args = parser.parse_args(argv)
+    scene = SimScene() if args.arms == 1 else SimScene.dual()
+    sim = FrankaSim(scene, hostnames=args.host or None).start()
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    print("READY " + " ".join(sim.hosts), flush=True)
+    try:
+        stop.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sim.close()
+
+
+if __name__ == "__main__":
+    main()

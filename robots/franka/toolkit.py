@@ -1,0 +1,72 @@
+"""The Franka toolkit: an observation after every action, and the simulator's success check."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from robots.franka import actions
+from robots.franka.runtime import FrankaRuntime
+from robots.franka.tools import FRANKA_TOOLS
+from rpent.tools import Command, Toolkit, ToolResult
+
+# Success: the target cube's bottom at least this far above the table top.
+LIFT_MARGIN_M = 0.05
+
+
+class FrankaToolkit(Toolkit):
+    tools = FRANKA_TOOLS
+    robot: FrankaRuntime
+
+    def __init__(self, *, target_object: str = "cube", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.target_object = target_object
+
+    def _capture_observation(
+        self, *, command: Command, result: ToolResult, elapsed_s: float
+    ) -> tuple[dict[str, Any], list[bytes]]:
+        observation: dict[str, Any] = {
+            "action": command.name,
+            "action_result": result.data,
+            "elapsed_s": round(elapsed_s, 3),
+            "arms": actions.arm_states(self.robot),
+        }
+        if result.error is not None and result.error.startswith("cancelled"):
+            # A cancelled call returns at once; pictures come with the next call.
+            observation["cameras"] = []
+            return observation, []
+        names, pngs = actions.capture_pngs(self.robot)
+        observation["cameras"] = names
+        return observation, pngs
+
+    def solved(self) -> bool | None:
+        sim = self.robot.sim
+        if sim is None:
+            return None  # no ground truth on real hardware
+        obj = next(o for o in sim.scene.objects if o.name == self.target_object)
+        bottom_z = float(sim.body_position(obj.name)[2]) - obj.size_m / 2
+        return bottom_z > sim.scene.table_top_z + LIFT_MARGIN_M
+
+
+# The result contract of each tool (frozen by test/franka/test_golden_tools.py and checked
+# against real results in the simulator). Non-readonly tools return an observation whose
+# `action_result` holds these fields; read-only tools return them directly.
+RESULT_FIELDS: dict[str, list[str]] = {
+    "move_to": ["arm", "position_error_m", "reached", "target"],
+    "move_by": ["arm", "position_error_m", "reached", "target"],
+    "move_joints": ["arm", "joints_rad", "reached"],
+    "home": ["arms"],
+    "move_both_to": ["arms"],
+    "move_both_by": ["arms"],
+    "open_gripper": ["arm", "grasped", "width_m"],
+    "move_gripper": ["arm", "grasped", "width_m"],
+    "grasp": ["arm", "grasped", "width_m"],
+    "get_state": ["arms"],
+    "capture_images": ["cameras"],
+    "recover": ["recovered"],
+    "stop": ["stopped"],
+    "finish": ["status", "summary"],
+}
+OBSERVATION_FIELDS = ["action", "action_result", "arms", "cameras", "elapsed_s"]
+# Images of an observation or of capture_images: one PNG per camera, in this order (sim cameras;
+# on hardware, the order of `cameras` in the config). Saved as images/<call id>_<tool>_<index>.png.
+SIM_IMAGE_ORDER = ["front", "top"]

@@ -1,0 +1,182 @@
+"""What the model may do with one Franka arm (real, or franky-sim with --sim: the tools cannot tell)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from robots.franka import actions
+from robots.franka.actions import (
+    Angle,
+    AngleStep,
+    Coordinate,
+    Force,
+    Joints,
+    Offset,
+    Quaternion,
+    SpeedFactor,
+    Width,
+)
+from robots.franka.runtime import FrankaRuntime
+from rpent.tools import ToolContext, ToolResult, finish_payload, readonly, tool
+
+
+@tool
+def move_to(
+    x_m: Coordinate,
+    y_m: Coordinate,
+    z_m: Coordinate,
+    roll_rad: Angle | None = None,
+    pitch_rad: Angle | None = None,
+    yaw_rad: Angle | None = None,
+    quaternion_xyzw: Quaternion | None = None,
+    speed_factor: SpeedFactor | None = None,
+    *,
+    ctx: ToolContext[FrankaRuntime],
+) -> dict[str, Any]:
+    """Move the gripper (its fingertip centre) to a pose in the robot base frame.
+
+    The base frame: x forward from the robot, y to the robot's left, z up, origin at the robot's
+    foot. Orientation: give roll/pitch/yaw (missing angles keep their current value), or a
+    quaternion, or neither to keep the current orientation. Pointing straight down is roll=pi,
+    pitch=0. Moves outside the configured workspace are refused and the arm does not move.
+
+    Args:
+        x_m: Target x in metres.
+        y_m: Target y in metres.
+        z_m: Target z in metres.
+        roll_rad: Target roll about x in radians (fixed axes, applied x then y then z).
+        pitch_rad: Target pitch about y in radians.
+        yaw_rad: Target yaw about z in radians.
+        quaternion_xyzw: Target orientation as a unit quaternion [x, y, z, w] instead of roll/pitch/yaw.
+        speed_factor: Fraction of the maximum speed (default from the safety config, capped there).
+    """
+    return actions.move_to(ctx, None, (x_m, y_m, z_m), (roll_rad, pitch_rad, yaw_rad), quaternion_xyzw, speed_factor)
+
+
+@tool
+def move_by(
+    dx_m: Offset = 0.0,
+    dy_m: Offset = 0.0,
+    dz_m: Offset = 0.0,
+    droll_rad: AngleStep = 0.0,
+    dpitch_rad: AngleStep = 0.0,
+    dyaw_rad: AngleStep = 0.0,
+    speed_factor: SpeedFactor | None = None,
+    *,
+    ctx: ToolContext[FrankaRuntime],
+) -> dict[str, Any]:
+    """Move the gripper by an offset in the robot base frame (x forward, y left, z up).
+
+    Rotations turn the gripper about the base axes through its own position. Steps longer than
+    the configured maximum step are refused and the arm does not move.
+
+    Args:
+        dx_m: Offset along x in metres.
+        dy_m: Offset along y in metres.
+        dz_m: Offset along z in metres.
+        droll_rad: Rotation about the base x axis in radians.
+        dpitch_rad: Rotation about the base y axis in radians.
+        dyaw_rad: Rotation about the base z axis in radians.
+        speed_factor: Fraction of the maximum speed (default from the safety config, capped there).
+    """
+    return actions.move_by(ctx, None, (dx_m, dy_m, dz_m), (droll_rad, dpitch_rad, dyaw_rad), speed_factor)
+
+
+@tool
+def move_joints(joints_rad: Joints, speed_factor: SpeedFactor | None = None, *, ctx: ToolContext[FrankaRuntime]) -> dict[str, Any]:
+    """Move the seven arm joints to the given angles (joint 1 at the base first).
+
+    Targets closer to a joint limit than the configured margin are refused.
+
+    Args:
+        joints_rad: Seven joint angles in radians.
+        speed_factor: Fraction of the maximum speed (default from the safety config, capped there).
+    """
+    return actions.move_joints(ctx, None, joints_rad, speed_factor)
+
+
+@tool
+def home(speed_factor: SpeedFactor | None = None, *, ctx: ToolContext[FrankaRuntime]) -> dict[str, Any]:
+    """Move the arm to its home joint configuration (gripper above the table, pointing down).
+
+    Args:
+        speed_factor: Fraction of the maximum speed (default from the safety config, capped there).
+    """
+    return actions.home(ctx, list(ctx.robot.arms), speed_factor)
+
+
+@tool
+def open_gripper(*, ctx: ToolContext[FrankaRuntime]) -> dict[str, Any]:
+    """Open the gripper fully (releases whatever it holds)."""
+    return actions.open_gripper(ctx, None)
+
+
+@tool
+def move_gripper(width_m: Width, *, ctx: ToolContext[FrankaRuntime]) -> dict[str, Any]:
+    """Move the gripper fingers to an opening width without gripping force.
+
+    Args:
+        width_m: Distance between the fingers in metres (0 to 0.08).
+    """
+    return actions.move_gripper(ctx, None, width_m)
+
+
+@tool
+def grasp(width_m: Width = 0.0, force_n: Force = 20.0, *, ctx: ToolContext[FrankaRuntime]) -> dict[str, Any]:
+    """Close the gripper on an object with a force; reports whether something is held.
+
+    Args:
+        width_m: Expected object width in metres; 0 closes until the fingers meet resistance.
+        force_n: Gripping force in newtons (capped by the safety config).
+    """
+    return actions.grasp(ctx, None, width_m, force_n)
+
+
+@tool
+@readonly
+def get_state(*, ctx: ToolContext[FrankaRuntime]) -> dict[str, Any]:
+    """Read the gripper pose (base frame), joint angles and gripper width of the arm."""
+    return {"arms": actions.arm_states(ctx.robot)}
+
+
+@tool
+@readonly
+def capture_images(*, ctx: ToolContext[FrankaRuntime]) -> ToolResult:
+    """Take one picture with every camera (the list `cameras` gives their order)."""
+    return actions.capture_images(ctx)
+
+
+@tool
+def recover(*, ctx: ToolContext[FrankaRuntime]) -> dict[str, Any]:
+    """Clear a controller error (e.g. after a collision reflex) so the arm accepts motions again."""
+    return actions.recover(ctx)
+
+
+@tool
+def stop(*, ctx: ToolContext[FrankaRuntime]) -> dict[str, Any]:
+    """Stop all arm and gripper motion and hold the current position."""
+    return actions.stop(ctx)
+
+
+@tool
+def finish(
+    status: Literal["success", "failure"],
+    summary: Annotated[str, Field(min_length=1, max_length=2000)],
+    *,
+    ctx: ToolContext[FrankaRuntime],
+) -> dict[str, Any]:
+    """Report that the task is over. Call it exactly once, when done or when it cannot be done.
+
+    Args:
+        status: "success" if the task was achieved, else "failure".
+        summary: One or two sentences on what was done and what was observed.
+    """
+    return finish_payload(status=status, summary=summary)
+
+
+FRANKA_TOOLS = [
+    move_to, move_by, move_joints, home, open_gripper, move_gripper, grasp,
+    get_state, capture_images, recover, stop, finish,
+]  # fmt: skip
