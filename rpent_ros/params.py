@@ -14,7 +14,7 @@ from typing import Any
 from rpent.robot import ConfigError, RobotSpec
 
 # Parameters every toolkit node has; they are not robot flags.
-NODE_PARAMETERS = ("robot", "runtime_mode", "publish_rate_hz", "use_sim_time")
+NODE_PARAMETERS = ("robot", "runtime_mode", "cameras_node", "publish_rate_hz", "use_sim_time")
 
 
 def run_parser(spec: RobotSpec) -> argparse.ArgumentParser:

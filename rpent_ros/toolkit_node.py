@@ -51,8 +51,21 @@ class ToolkitNode(Node):
             namespace.output_dir = str(default_output_dir(self.spec.name))
         self.config = self.spec.parse_config(namespace)
         self.events = FanOutSink(ProgressSink(log), RosEventSink(self))
+        self.runtime_mode = self.get_parameter_or("runtime_mode", Parameter("runtime_mode", value="inprocess")).value
         self.runtime_kwargs: dict[str, Any] = {}
-        self.runtime_kwargs = self.spec.init_runtime(self.config, selection=None, events=self.events)
+        if self.runtime_mode == "inprocess":
+            self.runtime_kwargs = self.spec.init_runtime(self.config, selection=None, events=self.events)
+        elif self.runtime_mode == "ros":
+            from rpent_ros.franka_proxies import ROS_RUNTIMES
+
+            build = ROS_RUNTIMES.get(self.spec.name)
+            if build is None:
+                raise ValueError(f"parameter runtime_mode: 'ros' is not available for robot '{self.spec.name}' "
+                                 f"(available for: {', '.join(sorted(ROS_RUNTIMES))})")
+            cameras_node = self.get_parameter_or("cameras_node", Parameter("cameras_node", value="franka_sim")).value
+            self.runtime_kwargs = build(self, self.config, cameras_node=cameras_node)
+        else:
+            raise ValueError(f"parameter runtime_mode: must be 'inprocess' or 'ros', got {self.runtime_mode!r}")
         self.toolkit = self.robot.get_toolkit(runtime_kwargs=self.runtime_kwargs, dashboard_events=self.events, config=self.config)
 
         self._calls: dict[bytes, ToolCall | GoalError] = {}
@@ -143,7 +156,8 @@ class ToolkitNode(Node):
             self.toolkit.cancel_active_and_wait(timeout=10, reason="node shutting down")
             self.toolkit.close(timeout=30)
         finally:
-            self.spec.stop_runtime(self.runtime_kwargs)
+            if self.runtime_mode == "inprocess":  # runtime nodes own their runtimes otherwise
+                self.spec.stop_runtime(self.runtime_kwargs)
 
 
 def main(args: list[str] | None = None) -> None:

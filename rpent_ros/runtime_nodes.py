@@ -1,0 +1,200 @@
+"""Runtime nodes: one runtime each, served over RuntimeCall, with telemetry for rviz.
+
+    ros2 run rpent franka_sim_node --ros-args -p arms:=2              # franky-sim + its cameras
+    ros2 run rpent franka_arm_node --ros-args -p name:=left -p ip:=127.0.0.1
+    ros2 run rpent franka_gripper_node --ros-args -p name:=left -p ip:=127.0.0.1
+    ros2 run rpent camera_node --ros-args -p name:=front -p device:=0
+    ros2 run rpent vla_client_node --ros-args -p endpoint:=socket://127.0.0.1:9100
+
+Every node stops its runtime's motion on shutdown and logs failures with their cause.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import rclpy
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node
+
+from rpent_ros.logging_bridge import forward_python_logging
+from rpent_ros.runtime_server import ARM_METHODS, CAMERA_METHODS, GRIPPER_METHODS, POLICY_METHODS, RuntimeServer
+from rpent_ros.telemetry import ArmTelemetry, CameraTelemetry
+
+log = logging.getLogger("rpent.runtime_nodes")
+
+# Franky arms also answer the envelope checks the tools run before approval (cheap, no motion).
+FRANKA_ARM_METHODS = ARM_METHODS | {"check_cartesian", "check_joints", "relative_target"}
+
+
+class RuntimeNode(Node):
+    """A node owning runtime objects: serves each at `~/<name>/call`, stops them all on shutdown."""
+
+    def __init__(self, node_name: str, **kwargs: Any) -> None:
+        super().__init__(node_name, **kwargs)
+        self.group = ReentrantCallbackGroup()
+        self.servers: list[RuntimeServer] = []
+        self.owned: list[Any] = []
+
+    def serve(self, name: str, target: Any, methods: frozenset[str]) -> None:
+        self.owned.append(target)
+        self.servers.append(RuntimeServer(self, name, target, methods, self.group))
+
+    def every(self, rate_hz: float, callback: Callable[[], None]) -> None:
+        def guarded() -> None:
+            try:
+                callback()
+            except Exception as exc:  # telemetry must not take the node down
+                self.get_logger().warning(f"telemetry: {type(exc).__name__}: {exc}", throttle_duration_sec=5.0)
+
+        self.create_timer(1.0 / rate_hz, guarded, callback_group=MutuallyExclusiveCallbackGroup())
+
+    def shutdown(self) -> None:
+        for target in self.owned:
+            for method in ("stop", "close"):
+                function = getattr(target, method, None)
+                if callable(function):
+                    try:
+                        function()
+                    except Exception as exc:
+                        self.get_logger().error(f"{method} on shutdown failed: {type(exc).__name__}: {exc}")
+
+
+def _safety(node: Node, arm_name: str) -> Any:
+    from robots.franka.config import DEFAULT_SAFETY_FILE
+    from robots.franka.safety import load_safety_config
+
+    path = node.declare_parameter("safety_file", str(DEFAULT_SAFETY_FILE)).value
+    return load_safety_config(path).envelope(arm_name)
+
+
+class FrankaArmNode(RuntimeNode):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__("franka_arm", **kwargs)
+        from robots.franka.franky_arm import FrankyArm
+
+        name = self.declare_parameter("name", "arm").value
+        ip = self.declare_parameter("ip", "172.16.0.2").value
+        rate = float(self.declare_parameter("publish_rate_hz", 30.0).value)
+        arm = FrankyArm(
+            ip, name=name, envelope=_safety(self, name),
+            dynamics_factor=float(self.declare_parameter("dynamics_factor", 0.5).value),
+            connect_timeout_s=float(self.declare_parameter("connect_timeout_s", 10.0).value),
+        )
+        self.serve(name, arm, FRANKA_ARM_METHODS)
+        telemetry = ArmTelemetry(self, name)
+        self.every(rate, lambda: telemetry.publish(arm.state()))
+        self.get_logger().info(f"arm {name} at {ip}: serving ~/{name}/call")
+
+
+class FrankaGripperNode(RuntimeNode):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__("franka_gripper", **kwargs)
+        from robots.franka.franky_gripper import FrankyGripper
+
+        name = self.declare_parameter("name", "arm").value
+        ip = self.declare_parameter("ip", "172.16.0.2").value
+        gripper = FrankyGripper(
+            ip, name=f"{name}_gripper", envelope=_safety(self, name),
+            connect_timeout_s=float(self.declare_parameter("connect_timeout_s", 10.0).value),
+        )
+        self.serve(name, gripper, GRIPPER_METHODS)
+        self.get_logger().info(f"gripper {name} at {ip}: serving ~/{name}/call")
+
+
+class CameraNode(RuntimeNode):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__("camera", **kwargs)
+        from robots.franka.cameras import OpenCVCamera
+
+        name = self.declare_parameter("name", "front").value
+        device = self.declare_parameter("device", "0").value
+        camera = OpenCVCamera(
+            name, int(device) if str(device).isdigit() else device,
+            int(self.declare_parameter("width", 640).value), int(self.declare_parameter("height", 480).value),
+            float(self.declare_parameter("fps", 30.0).value),
+        )
+        self.serve(name, camera, CAMERA_METHODS)
+        telemetry = CameraTelemetry(self, name)
+        self.every(float(self.declare_parameter("publish_rate_hz", 5.0).value), lambda: telemetry.publish(camera.capture()))
+
+
+class FrankaSimNode(RuntimeNode):
+    """franky-sim (one or two arms on 127.0.0.x) and its simulated cameras, which must render in the
+    simulator's own process."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__("franka_sim", **kwargs)
+        from robots.franka.cameras import MujocoCamera
+        from robots.franka.sim import FrankaSim, SimScene
+
+        arms = int(self.declare_parameter("arms", 1).value)
+        hosts = list(self.declare_parameter("hosts", ["127.0.0.1", "127.0.0.2"]).value)[:arms]
+        width = int(self.declare_parameter("camera_width", 320).value)
+        height = int(self.declare_parameter("camera_height", 240).value)
+        rate = float(self.declare_parameter("publish_rate_hz", 2.0).value)
+        self.sim = FrankaSim(SimScene() if arms == 1 else SimScene.dual(), hostnames=hosts).start()
+        for spec in self.sim.scene.cameras:
+            camera = MujocoCamera(self.sim, spec.name, width, height)
+            self.serve(spec.name, camera, CAMERA_METHODS)
+            telemetry = CameraTelemetry(self, spec.name, spec.fovy_deg)
+            self.every(rate, lambda c=camera, t=telemetry: t.publish(c.capture()))
+        self.owned.append(self.sim)
+        self.get_logger().info(f"franky-sim running: arms at {', '.join(self.sim.hosts)}")
+
+
+class VlaClientNode(RuntimeNode):
+    """Forwards a VLA policy server (rpent.rpc endpoint) as a runtime other nodes can call."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__("vla_client", **kwargs)
+        from rpent.rpc import BaseVLAClient, parse_endpoint
+
+        endpoint = parse_endpoint(self.declare_parameter("endpoint", "socket://127.0.0.1:9100").value)
+        name = self.declare_parameter("name", "policy").value
+        self.serve(name, BaseVLAClient(endpoint), POLICY_METHODS)
+        self.get_logger().info(f"policy {name}: forwarding to {endpoint}")
+
+
+def spin(factory: Callable[[], RuntimeNode], args: list[str] | None = None) -> None:
+    rclpy.init(args=args)
+    forward_python_logging()
+    node: RuntimeNode | None = None
+    try:
+        node = factory()
+        executor = MultiThreadedExecutor(num_threads=8)
+        executor.add_node(node)
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except Exception as exc:
+        log.exception("runtime node failed: %s", exc)
+        raise
+    finally:
+        if node is not None:
+            node.shutdown()
+            node.destroy_node()
+        rclpy.try_shutdown()
+
+
+def franka_arm_main(args: list[str] | None = None) -> None:
+    spin(FrankaArmNode, args)
+
+
+def franka_gripper_main(args: list[str] | None = None) -> None:
+    spin(FrankaGripperNode, args)
+
+
+def camera_main(args: list[str] | None = None) -> None:
+    spin(CameraNode, args)
+
+
+def franka_sim_main(args: list[str] | None = None) -> None:
+    spin(FrankaSimNode, args)
+
+
+def vla_client_main(args: list[str] | None = None) -> None:
+    spin(VlaClientNode, args)
