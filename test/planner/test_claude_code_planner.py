@@ -1,0 +1,344 @@
+"""The claude_code planner: the real Claude Code CLI (bundled in claude-agent-sdk) drives the toy robot
+through the planner's MCP bridge, against the scripted model server."""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakes import Failure, FakeModelServer, Reply, Text, ToolUse
+
+from robots.toy.runtime import ToyWorld
+from robots.toy.toolkit import ToyToolkit
+from rpent.memory import MemoryManager
+from rpent.planner.base import AbortRequest, OperatorMessage, PlannerResult, PlannerStatus, build_planner
+from rpent.planner.cli_common import NUDGE_TEXT
+
+
+def _claude_cli() -> Path | None:
+    try:
+        import claude_agent_sdk
+    except ImportError:
+        return None
+    path = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
+    return path if path.is_file() else None
+
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.timeout(180),
+    pytest.mark.skipif(_claude_cli() is None, reason="claude-agent-sdk with its bundled Claude Code CLI is not installed"),
+]
+
+ROBOT_TOOLS = {"move_to", "grasp", "release", "get_state", "capture_image", "finish"}
+
+
+class WatchedWorld(ToyWorld):
+    """The toy world, telling the test when a motion has started."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.moving = threading.Event()
+
+    def move_to(self, target: Any, *, should_stop: Any, on_step: Any) -> bool:
+        def step() -> None:
+            self.moving.set()
+            on_step()
+        return super().move_to(target, should_stop=should_stop, on_step=step)
+
+
+def make_toolkit(tmp_path: Path, speed_m_s: float = 0.5) -> ToyToolkit:
+    return ToyToolkit(robot=WatchedWorld(speed_m_s=speed_m_s), output_dir=tmp_path / "run",
+                      memory=MemoryManager(tmp_path / "memory"))
+
+
+@pytest.fixture
+def toolkit(tmp_path: Path) -> Any:
+    kit = make_toolkit(tmp_path)
+    yield kit
+    kit.close()
+
+
+def solve(server: FakeModelServer, toolkit: ToyToolkit, *, max_turns: int = 10, input_queue: Any = None,
+          **options: Any) -> PlannerResult:
+    planner = build_planner("claude_code", model="claude-sonnet-4-5", base_url=server.base_url,
+                            api_key="test-key", **options)
+    return planner.solve(system_prompt="You drive a toy arm. ROBOT-PROMPT", user_message="Put the red block in the bin.",
+                         toolkit=toolkit, max_turns=max_turns, input_queue=input_queue)
+
+
+def robot(name: str, **arguments: Any) -> ToolUse:
+    return ToolUse(f"mcp__robot__{name}", arguments, id=f"toolu_{name}")
+
+
+def tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:
+    content = body["messages"][-1]["content"]
+    return [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"] if isinstance(content, list) else []
+
+
+def result_text(block: dict[str, Any]) -> str:
+    content = block["content"]
+    if isinstance(content, str):
+        return content
+    return "\n".join(c.get("text", "") for c in content if c.get("type") == "text")
+
+
+def called(result: PlannerResult) -> list[str]:
+    return [e["name"] for e in result.transcript if e.get("role") == "tool" and "name" in e]
+
+
+def test_claude_code_puts_the_block_in_the_bin_with_the_exact_tool_sequence(model_server: FakeModelServer,
+                                                                            toolkit: ToyToolkit) -> None:
+    seen: dict[str, Any] = {}
+
+    def first(body: dict[str, Any]) -> Reply:
+        names = {t["name"] for t in body["tools"]}
+        seen["tools"] = names
+        seen["system"] = json.dumps(body["system"])
+        return Reply([Text("Going to the red block."), robot("move_to", x_m=0.1, y_m=0.45, z_m=0.04)])
+
+    def after_move(body: dict[str, Any]) -> Reply:
+        (result,) = tool_results(body)
+        seen["move_result"] = result
+        return Reply([robot("grasp")])
+
+    model_server.script(
+        first, after_move,
+        Reply([robot("move_to", x_m=0.5, y_m=0.1, z_m=0.1)]),
+        Reply([robot("release")]),
+        Reply([robot("finish", status="success", summary="The red block is in the bin.")]),
+    )
+    model_server.when_exhausted = Reply([Text("Done.")])  # the CLI may ask once more after the finish
+    result = solve(model_server, toolkit)
+
+    assert result.status is PlannerStatus.FINISHED, (result.stop_reason, result.error)
+    assert result.finish_result["status"] == "success"
+    assert called(result) == ["move_to", "grasp", "move_to", "release", "finish"]
+    assert toolkit.robot.in_bin("red") and toolkit.solved()
+    assert result.turns == 5 and result.usage.input_tokens > 0
+    # The robot's tools and the Read tool, and nothing that runs commands, writes files or browses.
+    assert {f"mcp__robot__{n}" for n in ROBOT_TOOLS} <= seen["tools"]
+    assert "Read" in seen["tools"] and "mcp__robot__read_image" not in seen["tools"]
+    assert not seen["tools"] & {"Bash", "Write", "Edit", "WebFetch", "WebSearch", "Task"}
+    assert "ROBOT-PROMPT" in seen["system"]
+    # The observation after the motion: its text names the saved PNG, which exists, and the image is inline.
+    move = seen["move_result"]
+    assert move["tool_use_id"] == "toolu_move_to" and not move.get("is_error")
+    text = result_text(move)
+    png = Path(text.split("Images saved as PNG files (open them to view): ")[1].splitlines()[0].strip())
+    assert png.is_file() and png.parent.parent == (toolkit.output_dir).resolve()
+    assert any(c.get("type") == "image" for c in move["content"] if isinstance(c, dict))
+    images = next(e for e in result.transcript if e.get("name") == "move_to")["images"]
+    assert images[0] == str(png)
+
+
+def test_read_opens_run_images_but_is_denied_outside_the_run_directories(model_server: FakeModelServer,
+                                                                         toolkit: ToyToolkit) -> None:
+    seen: dict[str, Any] = {}
+
+    def read_png(body: dict[str, Any]) -> Reply:
+        (result,) = tool_results(body)
+        path = result_text(result).split("(open them to view): ")[1].splitlines()[0].strip()
+        seen["png"] = path
+        return Reply([ToolUse("Read", {"file_path": path}, id="toolu_read_png")])
+
+    def read_outside(body: dict[str, Any]) -> Reply:
+        (result,) = tool_results(body)
+        seen["png_read"] = result
+        return Reply([ToolUse("Read", {"file_path": "/etc/hostname"}, id="toolu_read_etc")])
+
+    def read_memory(body: dict[str, Any]) -> Reply:
+        (result,) = tool_results(body)
+        seen["etc_read"] = result
+        return Reply([ToolUse("Read", {"file_path": str(notes)}, id="toolu_read_notes")])
+
+    def read_link(body: dict[str, Any]) -> Reply:
+        (result,) = tool_results(body)
+        seen["notes_read"] = result
+        return Reply([ToolUse("Read", {"file_path": str(link)}, id="toolu_read_link")])
+
+    def finish(body: dict[str, Any]) -> Reply:
+        (result,) = tool_results(body)
+        seen["link_read"] = result
+        return Reply([robot("finish", status="failure", summary="Only looked.")])
+
+    # A link inside the run directory to a file outside it: Claude Code alone would allow it (cwd).
+    link = toolkit.output_dir / "escape.txt"
+    link.symlink_to("/etc/hostname")
+
+    notes = toolkit.memory.root / "notes.md"
+    notes.parent.mkdir(parents=True, exist_ok=True)
+    notes.write_text("the red block is slippery\n")
+    model_server.script(Reply([robot("capture_image")]), read_png, read_outside, read_memory, read_link, finish)
+    model_server.when_exhausted = Reply([Text("Done.")])
+    result = solve(model_server, toolkit)
+
+    assert result.status is PlannerStatus.FINISHED, (result.stop_reason, result.error)
+    png_read = seen["png_read"]
+    assert not png_read.get("is_error")
+    assert any(c.get("type") == "image" for c in png_read["content"] if isinstance(c, dict))
+    etc_read = seen["etc_read"]
+    assert etc_read.get("is_error") and "limited to the run's directories" in result_text(etc_read)
+    notes_read = seen["notes_read"]
+    assert not notes_read.get("is_error") and "the red block is slippery" in result_text(notes_read)
+    link_read = seen["link_read"]
+    assert link_read.get("is_error") and "limited to the run's directories" in result_text(link_read)
+    assert called(result) == ["capture_image", "finish"]
+
+
+def test_tool_errors_reach_the_model_and_the_run_goes_on(model_server: FakeModelServer, toolkit: ToyToolkit) -> None:
+    seen: dict[str, Any] = {}
+
+    def after_bad_arguments(body: dict[str, Any]) -> Reply:
+        (result,) = tool_results(body)
+        seen["bad"] = result
+        return Reply([robot("grasp")])
+
+    def after_grasp(body: dict[str, Any]) -> Reply:
+        (result,) = tool_results(body)
+        seen["grasp"] = result
+        return Reply([robot("finish", status="failure", summary="Nothing to grasp.")])
+
+    model_server.script(Reply([robot("move_to", x_m=5.0, y_m=0.1)]), after_bad_arguments, after_grasp)
+    model_server.when_exhausted = Reply([Text("Done.")])
+    result = solve(model_server, toolkit)
+
+    assert result.status is PlannerStatus.FINISHED
+    assert seen["bad"].get("is_error") and "x_m" in result_text(seen["bad"])
+    assert toolkit.robot.gripper_xyz == [0.3, 0.3, 0.2]  # the bad target never moved the arm
+    assert seen["grasp"].get("is_error") and "grasp closed on nothing" in result_text(seen["grasp"])
+    assert called(result) == ["move_to", "grasp", "finish"]
+
+
+def test_abort_mid_motion_stops_the_arm_and_ends_the_run_aborted(model_server: FakeModelServer,
+                                                                 tmp_path: Path) -> None:
+    toolkit = make_toolkit(tmp_path, speed_m_s=0.01)  # 0.3 m takes 30 s
+    inputs: queue.Queue[Any] = queue.Queue()
+    model_server.script(Reply([robot("move_to", x_m=0.0, y_m=0.3, z_m=0.2)]))
+    model_server.when_exhausted = Reply([Text("Stopped.")])
+    outcome: list[PlannerResult] = []
+    runner = threading.Thread(target=lambda: outcome.append(solve(model_server, toolkit, input_queue=inputs)))
+    try:
+        runner.start()
+        assert toolkit.robot.moving.wait(120), "the motion never started"
+        inputs.put(AbortRequest("operator pressed stop"))
+        runner.join(60)
+        assert not runner.is_alive(), "the planner did not return after the abort"
+        (result,) = outcome
+        assert result.status is PlannerStatus.ABORTED and "operator pressed stop" in result.stop_reason
+        assert toolkit.robot.stops == 1 and toolkit.robot.gripper_xyz[0] > 0.2  # stopped early, far from x=0
+        position = list(toolkit.robot.gripper_xyz)
+        assert toolkit.execute_tool("get_state", {}).data["gripper_xyz_m"] == [round(v, 4) for v in position]
+        assert result.finish_result is None
+    finally:
+        inputs.put(AbortRequest("test cleanup"))
+        runner.join(60)
+        toolkit.close()
+
+
+def test_operator_message_arrives_with_the_next_tool_result(model_server: FakeModelServer,
+                                                            toolkit: ToyToolkit) -> None:
+    inputs: queue.Queue[Any] = queue.Queue()
+    seen: dict[str, Any] = {}
+
+    def first(body: dict[str, Any]) -> Reply:
+        inputs.put(OperatorMessage("use the blue block instead"))
+        inputs.join()  # the planner's inbox holds it now
+        return Reply([robot("get_state")])
+
+    def after_state(body: dict[str, Any]) -> Reply:
+        (result,) = tool_results(body)
+        seen["text"] = result_text(result)
+        return Reply([robot("finish", status="failure", summary="Told to switch blocks.")])
+
+    model_server.script(first, after_state)
+    model_server.when_exhausted = Reply([Text("Done.")])
+    result = solve(model_server, toolkit, input_queue=inputs)
+
+    assert result.status is PlannerStatus.FINISHED
+    assert "Message from the operator: use the blue block instead" in seen["text"]
+    assert [e.get("operator_messages") for e in result.transcript if e.get("name") == "get_state"] == [
+        ["use the blue block instead"]]
+
+
+def test_operator_message_after_the_model_ends_its_turn_starts_a_new_turn(model_server: FakeModelServer,
+                                                                          toolkit: ToyToolkit) -> None:
+    inputs: queue.Queue[Any] = queue.Queue()
+    seen: dict[str, Any] = {}
+
+    def ends_turn(body: dict[str, Any]) -> Reply:
+        inputs.put(OperatorMessage("please finish now"))
+        inputs.join()
+        return Reply([Text("I will wait.")])
+
+    def told(body: dict[str, Any]) -> Reply:
+        seen["last"] = json.dumps(body["messages"][-1])
+        return Reply([robot("finish", status="failure", summary="Finished on request.")])
+
+    model_server.script(ends_turn, told)
+    model_server.when_exhausted = Reply([Text("Done.")])
+    result = solve(model_server, toolkit, input_queue=inputs)
+
+    assert result.status is PlannerStatus.FINISHED
+    assert "Message from the operator: please finish now" in seen["last"]
+
+
+def test_model_that_stops_without_finishing_is_nudged_once_then_the_run_ends(model_server: FakeModelServer,
+                                                                             toolkit: ToyToolkit) -> None:
+    seen: dict[str, Any] = {}
+
+    def second(body: dict[str, Any]) -> Reply:
+        seen["last"] = json.dumps(body["messages"][-1])
+        return Reply([Text("Still nothing to do.")])
+
+    model_server.script(Reply([Text("Nothing to do.")]), second)
+    result = solve(model_server, toolkit)
+
+    assert result.status is PlannerStatus.MODEL_ENDED and result.finish_result is None
+    assert NUDGE_TEXT in seen["last"]
+    assert len(model_server.model_requests) == 2
+
+
+def test_max_turns_ends_the_run_with_turn_limit(model_server: FakeModelServer, toolkit: ToyToolkit) -> None:
+    model_server.script(Reply([robot("get_state")]), Reply([robot("get_state")]))
+    model_server.when_exhausted = Reply([robot("get_state")])
+    result = solve(model_server, toolkit, max_turns=2)
+
+    assert result.status is PlannerStatus.TURN_LIMIT, (result.stop_reason, result.error)
+    assert called(result) == ["get_state", "get_state"]
+    assert len(model_server.model_requests) == 2
+
+
+def test_wall_time_budget_stops_a_long_motion(model_server: FakeModelServer, tmp_path: Path) -> None:
+    toolkit = make_toolkit(tmp_path, speed_m_s=0.005)  # 0.3 m takes 60 s
+    model_server.script(Reply([robot("move_to", x_m=0.0, y_m=0.3, z_m=0.2)]))
+    model_server.when_exhausted = Reply([Text("Stopped.")])
+    try:
+        result = solve(model_server, toolkit, max_wall_time_s=20)
+        assert result.status is PlannerStatus.TIME_LIMIT and "max_wall_time_s" in result.stop_reason
+        # Whether or not the CLI got to start the motion in time, the arm is not moving any more.
+        assert toolkit.robot.stops == 1 or not toolkit.robot.moving.is_set()
+        assert toolkit.robot.gripper_xyz[0] > 0.0
+    finally:
+        toolkit.close()
+
+
+def test_bad_options_are_refused_naming_the_option() -> None:
+    with pytest.raises(ValueError, match="max_wall_time_s"):
+        build_planner("claude_code", api_key="k", max_wall_time_s=0)
+    with pytest.raises(ValueError, match="api_key_env"):
+        build_planner("claude_code", api_key_env="RPENT_TEST_SURELY_UNSET")
+
+
+def test_model_service_error_ends_the_run_with_status_error(model_server: FakeModelServer,
+                                                            toolkit: ToyToolkit) -> None:
+    # Claude Code sends a failed request once more (adjusted), so every request fails.
+    model_server.when_exhausted = Failure(status=400, message="scripted bad request")
+    result = solve(model_server, toolkit)
+
+    assert result.status is PlannerStatus.ERROR and result.finish_result is None
+    assert "scripted bad request" in (result.error or ""), result.error

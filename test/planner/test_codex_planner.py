@@ -1,0 +1,337 @@
+"""The codex planner: the real Codex CLI (`codex exec`) drives the toy robot through the planner's MCP
+bridge, against the scripted model server (OpenAI Responses API)."""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakes import Failure, FakeModelServer, Reply, Text, ToolUse
+
+from robots.toy.runtime import ToyWorld
+from robots.toy.toolkit import ToyToolkit
+from rpent.memory import MemoryManager
+from rpent.planner.base import AbortRequest, OperatorMessage, PlannerResult, PlannerStatus, build_planner
+from rpent.planner.cli_common import NUDGE_TEXT
+from rpent.planner.codex import find_codex
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.timeout(180),
+    pytest.mark.skipif(find_codex() is None, reason="no Codex CLI: run `npm ci` in the repository "
+                       "(node_modules/.bin/codex), set RPENT_CODEX_BIN, or put `codex` on PATH"),
+]
+
+
+class WatchedWorld(ToyWorld):
+    """The toy world, telling the test when a motion has started."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.moving = threading.Event()
+
+    def move_to(self, target: Any, *, should_stop: Any, on_step: Any) -> bool:
+        def step() -> None:
+            self.moving.set()
+            on_step()
+        return super().move_to(target, should_stop=should_stop, on_step=step)
+
+
+def make_toolkit(tmp_path: Path, speed_m_s: float = 0.5) -> ToyToolkit:
+    return ToyToolkit(robot=WatchedWorld(speed_m_s=speed_m_s), output_dir=tmp_path / "run",
+                      memory=MemoryManager(tmp_path / "memory"))
+
+
+@pytest.fixture
+def toolkit(tmp_path: Path) -> Any:
+    kit = make_toolkit(tmp_path)
+    yield kit
+    kit.close()
+
+
+def solve(server: FakeModelServer, toolkit: ToyToolkit, *, max_turns: int = 10, input_queue: Any = None,
+          **options: Any) -> PlannerResult:
+    planner = build_planner("codex", model="gpt-fake", base_url=f"{server.base_url}/v1", api_key="test-key", **options)
+    return planner.solve(system_prompt="You drive a toy arm. ROBOT-PROMPT", user_message="Put the red block in the bin.",
+                         toolkit=toolkit, max_turns=max_turns, input_queue=input_queue)
+
+
+def robot(name: str, **arguments: Any) -> ToolUse:
+    return ToolUse(name, arguments, id=f"call_{name}", namespace="mcp__robot")
+
+
+def outputs(body: dict[str, Any]) -> list[dict[str, Any]]:
+    return [i for i in body["input"] if i.get("type") == "function_call_output"]
+
+
+def output_text(item: dict[str, Any]) -> str:
+    output = item["output"]
+    if isinstance(output, str):
+        return output
+    return "\n".join(part.get("text", "") for part in output if part.get("type") == "input_text")
+
+
+def called(result: PlannerResult) -> list[str]:
+    return [e["name"] for e in result.transcript if e.get("role") == "tool" and "content" in e]
+
+
+def test_codex_puts_the_block_in_the_bin_with_the_exact_tool_sequence(model_server: FakeModelServer,
+                                                                      toolkit: ToyToolkit) -> None:
+    seen: dict[str, Any] = {}
+
+    def first(body: dict[str, Any]) -> Reply:
+        seen["tools"] = body["tools"]
+        seen["developer"] = [c["text"] for i in body["input"] if i.get("role") == "developer" for c in i["content"]]
+        return Reply([robot("move_to", x_m=0.1, y_m=0.45, z_m=0.04)])
+
+    def after_move(body: dict[str, Any]) -> Reply:
+        seen["move_output"] = outputs(body)[-1]
+        return Reply([robot("grasp")])
+
+    model_server.script(
+        first, after_move,
+        Reply([robot("move_to", x_m=0.5, y_m=0.1, z_m=0.1)]),
+        Reply([robot("release")]),
+        Reply([robot("finish", status="success", summary="The red block is in the bin.")]),
+    )
+    model_server.when_exhausted = Reply([Text("Done.")])  # Codex may ask once more after the finish
+    result = solve(model_server, toolkit)
+
+    assert result.status is PlannerStatus.FINISHED, (result.stop_reason, result.error)
+    assert result.finish_result["status"] == "success"
+    assert called(result) == ["move_to", "grasp", "move_to", "release", "finish"]
+    assert toolkit.robot.in_bin("red") and toolkit.solved()
+    assert result.turns == 5 and result.usage.input_tokens > 0
+    # Our prompt replaces Codex's coding-agent instructions; the robot's tools come as one namespace,
+    # without read_image, beside view_image, and no shell or sub-agent tools.
+    assert seen["developer"][0] == "You drive a toy arm. ROBOT-PROMPT"
+    assert not any("coding agent" in text or "skills_instructions" in text for text in seen["developer"])
+    # Codex's sandbox lets it write only to the run's output and memory directories.
+    (permissions,) = [t for t in seen["developer"] if "writable roots are" in t]
+    roots = permissions.split("writable roots are")[1].split("\n")[0]
+    assert sorted(roots.strip(" .").replace("`", "").split(", ")) == sorted(
+        [str(toolkit.output_dir.resolve()), str(toolkit.memory.root)])
+    (namespace,) = [t for t in seen["tools"] if t.get("type") == "namespace"]
+    assert namespace["name"] == "mcp__robot"
+    assert {"move_to", "grasp", "release", "get_state", "capture_image", "finish"} <= {t["name"] for t in namespace["tools"]}
+    assert "read_image" not in {t["name"] for t in namespace["tools"]}
+    names = {t.get("name") for t in seen["tools"]}
+    assert "view_image" in names and not names & {"exec_command", "shell", "write_stdin", "multi_agent_v1"}
+    # The observation: its text names the saved PNG (which exists) and the image is an input_image.
+    move = seen["move_output"]
+    assert move["call_id"] == "call_move_to"
+    text = output_text(move)
+    png = Path(text.split("Images saved as PNG files (open them to view): ")[1].splitlines()[0].strip())
+    assert png.is_file() and png.parent.parent == toolkit.output_dir.resolve()
+    images = [p for p in move["output"] if isinstance(p, dict) and p.get("type") == "input_image"]
+    assert images and images[0]["image_url"].startswith("data:image/png;base64,")
+
+
+def test_personal_codex_config_never_reaches_the_run(model_server: FakeModelServer, toolkit: ToyToolkit,
+                                                     tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    personal = tmp_path / "personal_codex"
+    personal.mkdir()
+    (personal / "config.toml").write_text('developer_instructions = "PERSONAL-SECRET"\n'
+                                          '[mcp_servers.personal]\ncommand = "false"\nrequired = true\n')
+    monkeypatch.setenv("CODEX_HOME", str(personal))
+    seen: dict[str, Any] = {}
+
+    def first(body: dict[str, Any]) -> Reply:
+        seen["body"] = json.dumps(body)
+        return Reply([robot("finish", status="failure", summary="Nothing done.")])
+
+    model_server.script(first)
+    model_server.when_exhausted = Reply([Text("Done.")])
+    result = solve(model_server, toolkit)
+
+    assert result.status is PlannerStatus.FINISHED, (result.stop_reason, result.error)
+    assert "PERSONAL-SECRET" not in seen["body"] and "mcp__personal" not in seen["body"]
+    assert list(personal.iterdir()) == [personal / "config.toml"]  # nothing written there either
+
+
+def test_tool_errors_reach_the_model_and_the_run_goes_on(model_server: FakeModelServer, toolkit: ToyToolkit) -> None:
+    seen: dict[str, Any] = {}
+
+    def after_bad_arguments(body: dict[str, Any]) -> Reply:
+        seen["bad"] = output_text(outputs(body)[-1])
+        return Reply([robot("grasp")])
+
+    def after_grasp(body: dict[str, Any]) -> Reply:
+        seen["grasp"] = output_text(outputs(body)[-1])
+        return Reply([robot("finish", status="failure", summary="Nothing to grasp.")])
+
+    model_server.script(Reply([robot("move_to", x_m=5.0, y_m=0.1)]), after_bad_arguments, after_grasp)
+    model_server.when_exhausted = Reply([Text("Done.")])
+    result = solve(model_server, toolkit)
+
+    assert result.status is PlannerStatus.FINISHED
+    assert "x_m" in seen["bad"] and '"error"' in seen["bad"]
+    assert toolkit.robot.gripper_xyz == [0.3, 0.3, 0.2]  # the bad target never moved the arm
+    assert "grasp closed on nothing" in seen["grasp"]
+    assert called(result) == ["move_to", "grasp", "finish"]
+    assert [bool(e.get("is_error")) for e in result.transcript if e.get("role") == "tool"] == [True, True, False]
+
+
+def test_abort_mid_motion_stops_the_arm_and_ends_the_run_aborted(model_server: FakeModelServer,
+                                                                 tmp_path: Path) -> None:
+    toolkit = make_toolkit(tmp_path, speed_m_s=0.01)  # 0.3 m takes 30 s
+    inputs: queue.Queue[Any] = queue.Queue()
+    model_server.script(Reply([robot("move_to", x_m=0.0, y_m=0.3, z_m=0.2)]))
+    model_server.when_exhausted = Reply([Text("Stopped.")])
+    outcome: list[PlannerResult] = []
+    runner = threading.Thread(target=lambda: outcome.append(solve(model_server, toolkit, input_queue=inputs)))
+    try:
+        runner.start()
+        assert toolkit.robot.moving.wait(120), "the motion never started"
+        inputs.put(AbortRequest("operator pressed stop"))
+        runner.join(60)
+        assert not runner.is_alive(), "the planner did not return after the abort"
+        (result,) = outcome
+        assert result.status is PlannerStatus.ABORTED and "operator pressed stop" in result.stop_reason
+        assert toolkit.robot.stops == 1 and toolkit.robot.gripper_xyz[0] > 0.2  # stopped early, far from x=0
+        assert result.finish_result is None
+    finally:
+        inputs.put(AbortRequest("test cleanup"))
+        runner.join(60)
+        toolkit.close()
+
+
+def test_operator_message_arrives_with_the_next_tool_result(model_server: FakeModelServer,
+                                                            toolkit: ToyToolkit) -> None:
+    inputs: queue.Queue[Any] = queue.Queue()
+    seen: dict[str, Any] = {}
+
+    def first(body: dict[str, Any]) -> Reply:
+        inputs.put(OperatorMessage("use the blue block instead"))
+        inputs.join()  # the planner's inbox holds it now
+        return Reply([robot("get_state")])
+
+    def after_state(body: dict[str, Any]) -> Reply:
+        seen["text"] = output_text(outputs(body)[-1])
+        return Reply([robot("finish", status="failure", summary="Told to switch blocks.")])
+
+    model_server.script(first, after_state)
+    model_server.when_exhausted = Reply([Text("Done.")])
+    result = solve(model_server, toolkit, input_queue=inputs)
+
+    assert result.status is PlannerStatus.FINISHED
+    assert "Message from the operator: use the blue block instead" in seen["text"]
+
+
+def test_operator_message_after_codex_ends_its_turn_is_sent_by_exec_resume(model_server: FakeModelServer,
+                                                                          toolkit: ToyToolkit) -> None:
+    inputs: queue.Queue[Any] = queue.Queue()
+    seen: dict[str, Any] = {}
+
+    def ends_turn(body: dict[str, Any]) -> Reply:
+        inputs.put(OperatorMessage("please finish now"))
+        inputs.join()
+        return Reply([Text("I will wait.")])
+
+    def told(body: dict[str, Any]) -> Reply:
+        seen["input"] = json.dumps(body["input"])
+        return Reply([robot("finish", status="failure", summary="Finished on request.")])
+
+    model_server.script(ends_turn, told)
+    model_server.when_exhausted = Reply([Text("Done.")])
+    result = solve(model_server, toolkit, input_queue=inputs)
+
+    assert result.status is PlannerStatus.FINISHED
+    # The resumed session still holds the first exchange, then the operator's message.
+    assert "I will wait." in seen["input"] and "Message from the operator: please finish now" in seen["input"]
+
+
+def test_model_that_stops_without_finishing_is_nudged_once_then_the_run_ends(model_server: FakeModelServer,
+                                                                             toolkit: ToyToolkit) -> None:
+    seen: dict[str, Any] = {}
+
+    def second(body: dict[str, Any]) -> Reply:
+        seen["input"] = json.dumps(body["input"][-1])
+        return Reply([Text("Still nothing to do.")])
+
+    model_server.script(Reply([Text("Nothing to do.")]), second)
+    result = solve(model_server, toolkit)
+
+    assert result.status is PlannerStatus.MODEL_ENDED and result.finish_result is None
+    assert NUDGE_TEXT in seen["input"]
+    assert len(model_server.model_requests) == 2
+
+
+def test_max_turns_refuses_the_calls_of_the_turn_beyond_the_limit(model_server: FakeModelServer,
+                                                                  toolkit: ToyToolkit) -> None:
+    model_server.script(Reply([robot("get_state")]), Reply([robot("get_state")]),
+                        Reply([robot("move_to", x_m=0.1, y_m=0.1)]))
+    model_server.when_exhausted = Reply([Text("Stopped.")])
+    result = solve(model_server, toolkit, max_turns=2)
+
+    assert result.status is PlannerStatus.TURN_LIMIT, (result.stop_reason, result.error)
+    assert toolkit.robot.gripper_xyz == [0.3, 0.3, 0.2]  # the third turn's motion never ran
+    ran = [e["name"] for e in result.transcript if e.get("role") == "tool" and not e.get("is_error")]
+    assert ran == ["get_state", "get_state"]
+
+
+def test_wall_time_budget_stops_a_long_motion(model_server: FakeModelServer, tmp_path: Path) -> None:
+    toolkit = make_toolkit(tmp_path, speed_m_s=0.005)  # 0.3 m takes 60 s
+    model_server.script(Reply([robot("move_to", x_m=0.0, y_m=0.3, z_m=0.2)]))
+    model_server.when_exhausted = Reply([Text("Stopped.")])
+    try:
+        result = solve(model_server, toolkit, max_wall_time_s=20)
+        assert result.status is PlannerStatus.TIME_LIMIT and "max_wall_time_s" in result.stop_reason
+        assert toolkit.robot.stops == 1 or not toolkit.robot.moving.is_set()
+        assert toolkit.robot.gripper_xyz[0] > 0.0
+    finally:
+        toolkit.close()
+
+
+def test_config_sandboxes_codex_to_the_run_directories(tmp_path: Path) -> None:
+    planner = build_planner("codex", api_key="k", base_url="http://127.0.0.1:9/v1")
+    config = planner.config_toml(mcp_url="http://127.0.0.1:9/mcp", instructions_file=tmp_path / "i.md",
+                                 writable_roots=[tmp_path / "memory"])
+    import tomllib
+
+    parsed = tomllib.loads(config)
+    assert parsed["sandbox_mode"] == "workspace-write" and parsed["approval_policy"] == "never"
+    assert parsed["sandbox_workspace_write"] == {"writable_roots": [str(tmp_path / "memory")], "network_access": False,
+                                                 "exclude_slash_tmp": True, "exclude_tmpdir_env_var": True}
+    assert parsed["features"]["shell_tool"] is False and parsed["agents"]["enabled"] is False
+    assert parsed["mcp_servers"]["robot"]["url"] == "http://127.0.0.1:9/mcp"
+    with pytest.raises(ValueError, match="max_wall_time_s"):
+        build_planner("codex", api_key="k", max_wall_time_s=-1)
+    with pytest.raises(ValueError, match="api_key_env"):
+        build_planner("codex", api_key_env="RPENT_TEST_SURELY_UNSET")
+    with pytest.raises(ValueError, match="codex_bin"):
+        build_planner("codex", api_key="k", codex_bin=tmp_path / "no-such-codex")
+
+
+def test_model_service_error_ends_the_run_with_status_error(model_server: FakeModelServer,
+                                                            toolkit: ToyToolkit) -> None:
+    model_server.script(Failure(status=400, message="scripted bad request"))
+    result = solve(model_server, toolkit)
+
+    assert result.status is PlannerStatus.ERROR and result.finish_result is None
+    assert "scripted bad request" in (result.error or ""), result.error
+
+
+def test_codex_shell_when_enabled_cannot_write_outside_the_run_directories(model_server: FakeModelServer,
+                                                                           toolkit: ToyToolkit,
+                                                                           tmp_path: Path) -> None:
+    inside, in_memory, outside = toolkit.output_dir / "inside.txt", toolkit.memory.root / "note.txt", tmp_path / "outside.txt"
+    toolkit.memory.ensure()
+    seen: dict[str, Any] = {}
+
+    def after_shell(body: dict[str, Any]) -> Reply:
+        seen["output"] = output_text(outputs(body)[-1])
+        return Reply([robot("finish", status="failure", summary="Only wrote files.")])
+
+    command = f"echo a > {inside}; echo b > {in_memory}; echo c > {outside}; echo outside_rc=$?"
+    model_server.script(Reply([ToolUse("exec_command", {"cmd": command}, id="call_shell")]), after_shell)
+    model_server.when_exhausted = Reply([Text("Done.")])
+    result = solve(model_server, toolkit, allow_shell=True)
+
+    assert result.status is PlannerStatus.FINISHED, (result.stop_reason, result.error)
+    assert inside.read_text() == "a\n" and in_memory.read_text() == "b\n"
+    assert not outside.exists() and "outside_rc=1" in seen["output"]
