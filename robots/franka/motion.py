@@ -86,7 +86,7 @@ def approve(ctx: ToolContext[FrankaRuntime], arms: Sequence[FrankyArm], descript
     timeout = min(a.envelope.limits.approval_timeout_s for a in needed)
     ctx.report("awaiting_approval", description)
     if not channel.request(str(ctx.call_id), f"{ctx.tool_name}: {description}", timeout):
-        raise PermissionError(f"operator did not approve ({description}) within {timeout:.0f} s; nothing moved")
+        raise PermissionError(f"operator denied the motion or did not answer within {timeout:.0f} s ({description}); nothing moved")
     ctx.check_cancelled()
 
 

@@ -56,7 +56,9 @@ class ToySpec(RobotSpec):
     def init_runtime(
         self, config: RunConfig, *, selection: Sequence[str] | None = None, events: DashboardEventSink
     ) -> dict[str, Any]:
-        return {"world": ToyWorld(speed_m_s=config.options.get("speed_m_s", 0.5))}
+        world = ToyWorld(speed_m_s=config.options.get("speed_m_s", 0.5))
+        # frame_sources: the dashboard samples these for its live views (rpent.dashboard.frames).
+        return {"world": world, "frame_sources": {"top": world.render_top}}
 
 
 def get_robot_spec() -> ToySpec:

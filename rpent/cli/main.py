@@ -60,6 +60,9 @@ def build_parser(robot_spec=None) -> argparse.ArgumentParser:
     _common_run_args(run)
     if robot_spec is not None:
         robot_spec.add_cli_args(run)
+    from rpent.dashboard.options import add_dashboard_args  # flags only; no web libraries imported
+
+    add_dashboard_args(run)
 
     commands.add_parser("robots", help="list installed robots", description="List the robots found as robots.<name> packages "
                         "or through the rpent.robots entry-point group.")
@@ -118,6 +121,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.output_dir is None:
         args.output_dir = str(default_output_dir(spec.name))
     try:
+        if args.dashboard:
+            from rpent.dashboard.cli import serve_dashboard
+
+            return serve_dashboard(args, spec, module)
         return run(args, spec, module)
     except ConfigError as exc:
         print(f"rpent: error: {exc}", file=sys.stderr)

@@ -156,7 +156,7 @@ def test_approval_mode_waits_for_the_operator(toolkit: FrankaToolkit, sim_runtim
     try:
         before = arm.state().pose
         denied = toolkit.execute_tool("move_by", {"dz_m": -0.02})
-        assert "operator did not approve" in denied.error
+        assert "operator denied the motion" in denied.error
         assert arm.state().pose.distance_to(before) < 0.0005
         _ok(toolkit.execute_tool("move_by", {"dz_m": -0.02}))
         assert arm.state().pose.distance_to(before) == pytest.approx(0.02, abs=POS_TOL_M)

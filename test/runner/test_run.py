@@ -168,6 +168,14 @@ def _start_slow_run(tmp_path: Path) -> tuple[subprocess.Popen[bytes], Path]:
     return process, out
 
 
+def _wait_for(condition, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        time.sleep(0.05)
+
+
 def _wait_for_steps(path: Path, count: int, timeout: float = 60) -> None:
     """Wait (bounded) for the run to have recorded `count` calls; the slow move then keeps it busy."""
     deadline = time.monotonic() + timeout
@@ -184,6 +192,7 @@ def test_sigint_cancels_the_motion_and_keeps_the_record(tmp_path):
     process, out = _start_slow_run(tmp_path)
     try:
         _wait_for_steps(out / "steps.jsonl", 1)  # get_state done; the first move (~10 s at 0.02 m/s) runs
+        _wait_for(lambda: (out / "episode.mp4").exists())  # the move has recorded frames
         process.send_signal(signal.SIGINT)
         code = process.wait(timeout=60)
     finally:

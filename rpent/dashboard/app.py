@@ -1,0 +1,263 @@
+"""The dashboard's web app (Starlette): a static page, a JSON API, an event stream and live frames.
+
+    GET  /                         the page (static HTML + JS, no build step)
+    GET  /api/spec                 the robot's Dashboard spec: task form, components, frame channels
+    GET  /api/state                a snapshot of the session, with `last_event_id`
+    GET  /api/events               server-sent events; resumes after `Last-Event-ID` (or ?after=N)
+    POST /api/tasks                {"fields": {...}} -> start a task (400 bad field, 409 busy)
+    POST /api/task/message|note    {"text": ...} to the running task
+    POST /api/task/abort           cancel the active tool call, end the task as aborted
+    POST /api/requests/{id}        {"approve": bool} or {"answer": str}; 409 if the id is not pending
+    GET  /frames/{channel}.jpg     the newest picture of a frame channel
+    GET  /artifacts/{task}/{path}  files of a task's record (episode.mp4, steps.jsonl, images ...)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import threading
+from collections.abc import AsyncIterator
+from http.cookies import SimpleCookie
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from rpent.dashboard.bus import sse_message
+from rpent.dashboard.forms import TaskFormError, field_to_dict
+from rpent.dashboard.interaction import StaleRequest
+from rpent.dashboard.session import DashboardSession, SessionBusy
+
+STATIC = Path(__file__).parent / "static"
+KEEPALIVE_S = 15.0
+TOKEN_COOKIE = "rpent_dashboard_token"
+LOOPBACK_NAMES = ("127.0.0.1", "localhost")
+
+
+def create_app(session: DashboardSession, *, token: str | None = None, closing: threading.Event | None = None) -> ASGIApp:
+    """The ASGI app for one session; with `token`, every request must carry it (see TokenGate)."""
+    closing = closing or threading.Event()
+
+    async def index(request: Request) -> Response:
+        return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-store"})
+
+    async def spec(request: Request) -> Response:
+        d = session.dashboard
+        return JSONResponse({
+            "robot": session.spec.name,
+            "planner": getattr(session.args, "planner", None),
+            "task_command": d.task_command,
+            "task_fields": [field_to_dict(f) for f in d.task_fields],
+            "components": [{"name": c.name, "label": c.label, "shared": c.shared} for c in d.components],
+            "frame_channels": [{"name": c.name, "label": c.label, "max_fps": c.max_fps} for c in d.frame_channels],
+        })
+
+    async def state(request: Request) -> Response:
+        return JSONResponse(session.snapshot(), headers={"Cache-Control": "no-store"})
+
+    async def events(request: Request) -> Response:
+        cursor = _start_cursor(request)
+        return StreamingResponse(_stream(session, cursor, closing), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+
+    async def start_task(request: Request) -> Response:
+        body = await _json_body(request)
+        try:
+            task_id = await run_in_threadpool(session.start_task, body.get("fields", {}))
+        except TaskFormError as exc:
+            return _error(400, str(exc))
+        except SessionBusy as exc:
+            return _error(409, str(exc))
+        return JSONResponse({"task_id": task_id}, status_code=201)
+
+    async def message(request: Request) -> Response:
+        return await _text_action(request, session.send_message)
+
+    async def note(request: Request) -> Response:
+        return await _text_action(request, session.add_note)
+
+    async def abort(request: Request) -> Response:
+        body = await _json_body(request)
+        reason = str(body.get("reason") or "operator abort")
+        if not await run_in_threadpool(session.abort, reason):
+            return _error(409, "no task is running")
+        return JSONResponse({"aborted": True})
+
+    async def respond(request: Request) -> Response:
+        body = await _json_body(request)
+        try:
+            outcome = session.interaction.respond(request.path_params["request_id"],
+                                                  approve=body.get("approve"), answer=body.get("answer"))
+        except StaleRequest as exc:
+            return _error(409, str(exc))
+        except ValueError as exc:
+            return _error(400, str(exc))
+        return JSONResponse({"outcome": outcome})
+
+    async def frame(request: Request) -> Response:
+        latest = session.frames.latest(request.path_params["channel"])
+        if latest is None:
+            return _error(404, f"no frame channel {request.path_params['channel']!r}")
+        if not latest.jpeg:
+            return _error(404, latest.error or "no frame yet")
+        return Response(latest.jpeg, media_type="image/jpeg",
+                        headers={"Cache-Control": "no-store", "X-Frame-Number": str(latest.n)})
+
+    async def artifact(request: Request) -> Response:
+        root = session.task_dir(request.path_params["task_id"])
+        if root is None:
+            return _error(404, "no such task")
+        path = (root / request.path_params["path"]).resolve()
+        if not path.is_relative_to(root.resolve()) or not path.is_file():
+            return _error(404, "no such file in the task's record")
+        return FileResponse(path)
+
+    routes = [
+        Route("/", index),
+        Route("/api/spec", spec),
+        Route("/api/state", state),
+        Route("/api/events", events),
+        Route("/api/tasks", start_task, methods=["POST"]),
+        Route("/api/task/message", message, methods=["POST"]),
+        Route("/api/task/note", note, methods=["POST"]),
+        Route("/api/task/abort", abort, methods=["POST"]),
+        Route("/api/requests/{request_id}", respond, methods=["POST"]),
+        Route("/frames/{channel}.jpg", frame),
+        Route("/artifacts/{task_id}/{path:path}", artifact),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+    ]
+    async def refused(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, RefusedRequest)
+        return _error(exc.status, str(exc))
+
+    app: ASGIApp = Starlette(routes=routes, exception_handlers={RefusedRequest: refused})
+    if token:
+        return TokenGate(app, token)
+    # Without a token only loopback names are served: a web page that rebinds its own DNS name to
+    # 127.0.0.1 still sends its own name as Host and is refused.
+    return TrustedHostMiddleware(app, allowed_hosts=list(LOOPBACK_NAMES))
+
+
+async def _stream(session: DashboardSession, cursor: int, closing: threading.Event) -> AsyncIterator[str]:
+    bus, frames = session.bus, session.frames
+    waiter = bus.subscribe(asyncio.get_running_loop())
+    seen: dict[str, int] = {}
+    try:
+        yield "retry: 1000\n\n"
+        while not closing.is_set():
+            read = bus.read(cursor)
+            if read.gap:
+                # This reader fell behind the ring: skip ahead and have the page reload the snapshot.
+                cursor = bus.last_id
+                yield f"id: {cursor}\nevent: resync\ndata: {json.dumps({'last_event_id': cursor})}\n\n"
+            elif read.events:
+                cursor = read.cursor
+                yield "".join(sse_message(e) for e in read.events)
+            changed = {name: n for name, n in frames.counters().items() if n and seen.get(name) != n}
+            if changed:
+                seen.update(changed)
+                yield "".join(f"event: frame\ndata: {json.dumps({'channel': c, 'n': n})}\n\n" for c, n in changed.items())
+            if read.events or read.gap:
+                continue
+            before = bus.last_id
+            await waiter.wait(KEEPALIVE_S)
+            if bus.last_id == before and not closing.is_set():
+                yield ": keepalive\n\n"
+    finally:
+        bus.unsubscribe(waiter)
+
+
+def _start_cursor(request: Request) -> int:
+    raw = request.headers.get("last-event-id") or request.query_params.get("after") or "0"
+    try:
+        return max(int(raw), 0)
+    except ValueError:
+        return 0
+
+
+class RefusedRequest(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+async def _json_body(request: Request) -> dict[str, Any]:
+    """The JSON object of an operator action, after the checks that stop other web pages sending one.
+
+    A page from another origin can send a "simple" cross-site POST (text/plain, no preflight) to
+    127.0.0.1; demanding application/json forces a CORS preflight, which this app never grants, and
+    a mismatched Origin is refused outright.
+    """
+    origin = request.headers.get("origin")
+    if origin is not None and origin != f"{request.url.scheme}://{request.headers.get('host', '')}":
+        raise RefusedRequest(403, f"origin {origin} may not control this robot")
+    if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
+        raise RefusedRequest(415, "operator actions must be sent as application/json")
+    try:
+        body = await request.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise RefusedRequest(400, "body: must be a JSON object") from None
+    if not isinstance(body, dict):
+        raise RefusedRequest(400, "body: must be a JSON object")
+    return body
+
+
+async def _text_action(request: Request, action: Any) -> Response:
+    body = await _json_body(request)
+    text = body.get("text")
+    if not isinstance(text, str) or not text.strip():
+        return _error(400, "text: must be a non-empty string")
+    try:
+        await run_in_threadpool(action, text.strip())
+    except SessionBusy as exc:
+        return _error(409, str(exc))
+    return JSONResponse({"ok": True})
+
+
+def _error(status: int, message: str) -> Response:
+    return JSONResponse({"error": message}, status_code=status)
+
+
+class TokenGate:
+    """Requires the session token: `Authorization: Bearer <token>`, the cookie, or `?token=` (sets the cookie)."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self.token = token
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        offered = parse_qs(scope.get("query_string", b"").decode()).get("token", [None])[0]
+        from_query = offered is not None
+        if offered is None and headers.get("authorization", "").startswith("Bearer "):
+            offered = headers["authorization"][7:]
+        if offered is None and "cookie" in headers:
+            cookie = SimpleCookie(headers["cookie"]).get(TOKEN_COOKIE)
+            offered = cookie.value if cookie else None
+        if offered is None or not secrets.compare_digest(offered.encode(), self.token.encode()):
+            await JSONResponse({"error": "token required: open the URL printed at start-up"}, status_code=401)(scope, receive, send)
+            return
+        if not from_query:
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_cookie(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                cookie = f"{TOKEN_COOKIE}={self.token}; Path=/; HttpOnly; SameSite=Strict"
+                message = {**message, "headers": [*message.get("headers", []), (b"set-cookie", cookie.encode())]}
+            await send(message)
+
+        await self.app(scope, receive, send_with_cookie)

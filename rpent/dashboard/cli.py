@@ -1,0 +1,127 @@
+"""`rpent run --robot NAME --dashboard [--port P] [--host H]`: serve the operator dashboard for a session.
+
+Wired into `rpent run` by `rpent.dashboard.options.add_dashboard_args` (flags) and `serve_dashboard`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import secrets
+import signal
+import socket
+import threading
+from pathlib import Path
+from types import FrameType, ModuleType
+
+import uvicorn
+
+from rpent.dashboard.app import create_app
+from rpent.dashboard.options import DEFAULT_PORT, TOKEN_ENV, add_dashboard_args, is_loopback
+from rpent.dashboard.session import DashboardSession
+from rpent.robot import ConfigError, RobotSpec
+
+log = logging.getLogger("rpent.dashboard")
+
+__all__ = ["DashboardServer", "add_dashboard_args", "serve_dashboard"]
+
+
+class _Server(uvicorn.Server):
+    def __init__(self, config: uvicorn.Config, closing: threading.Event, on_closing: object) -> None:
+        super().__init__(config)
+        self.closing = closing
+        self.on_closing = on_closing
+        self.ready = threading.Event()
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        self.ready.set()
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        # Ctrl-C / SIGTERM end the session; unlike plain uvicorn, do not re-raise the signal after
+        # the server stops, so the session can still abort the task and write its record.
+        if self.should_exit and sig == signal.SIGINT:
+            self.force_exit = True
+        self.should_exit = True
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        # Event streams never end by themselves: end them first so the graceful shutdown is quick.
+        self.closing.set()
+        self.on_closing()  # type: ignore[operator]
+        await super().shutdown(sockets)
+
+
+class DashboardServer:
+    """One session served over HTTP. `run()` blocks (CLI); `start()`/`stop()` run it in a thread (tests)."""
+
+    def __init__(self, session: DashboardSession, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
+                 token: str | None = None) -> None:
+        if not is_loopback(host) and not token:
+            raise ConfigError(f"--host: {host} is not a loopback address, so a token is required")
+        if not 0 <= port <= 65535:
+            raise ConfigError(f"--port: must be 0..65535, got {port}")
+        self.session = session
+        self.host = host
+        self.token = token
+        self.closing = threading.Event()
+        self._sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            self._sock.bind((host, port))
+        except OSError as exc:
+            self._sock.close()
+            raise ConfigError(f"--port: cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+        self.port = self._sock.getsockname()[1]
+        config = uvicorn.Config(create_app(session, token=token, closing=self.closing), log_level="warning",
+                                access_log=False, lifespan="off", timeout_graceful_shutdown=3)
+        self._server = _Server(config, self.closing, session.bus.poke)
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/" + (f"?token={self.token}" if self.token else "")
+
+    def run(self) -> None:
+        self._server.run(sockets=[self._sock])
+
+    def start(self, timeout_s: float = 10.0) -> DashboardServer:
+        self._thread = threading.Thread(target=self.run, name="rpent-dashboard", daemon=True)
+        self._thread.start()
+        if not self._server.ready.wait(timeout_s):
+            raise RuntimeError("the dashboard server did not start")
+        return self
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        self.closing.set()
+        self.session.bus.poke()
+        self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+
+
+def serve_dashboard(args: argparse.Namespace, spec: RobotSpec, robot_module: ModuleType) -> int:
+    """Start the shared runtime, serve the dashboard until Ctrl-C, then stop everything. Exit code."""
+    host = getattr(args, "dashboard_host", None) or "127.0.0.1"
+    token = getattr(args, "dashboard_token", None) or os.environ.get(TOKEN_ENV)
+    if not is_loopback(host) and not token:
+        token = secrets.token_urlsafe(18)
+    output_root = Path(args.output_dir)
+    session = DashboardSession(args=args, spec=spec, robot=robot_module, output_root=output_root)
+    server = DashboardServer(session, host=host, port=getattr(args, "dashboard_port", DEFAULT_PORT), token=token)
+    try:
+        log.info("starting shared runtime components ...")
+        session.start()
+        log.info("dashboard for robot %s at %s (records under %s)", spec.name, server.url, output_root)
+        print(f"rpent dashboard: {server.url}", flush=True)
+        server.run()  # uvicorn handles Ctrl-C / SIGTERM and returns
+    except ConfigError:
+        raise
+    except Exception:
+        log.exception("the dashboard session failed")
+        return 1
+    finally:
+        server.closing.set()
+        session.stop()
+    return 0

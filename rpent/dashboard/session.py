@@ -1,0 +1,271 @@
+"""A dashboard session: shared runtime started once, then many tasks, one at a time.
+
+Each task is a `rpent.cli.task.TaskRun` built from the CLI flags with the task form's values laid
+over them, so its record (run.log, steps.jsonl, episode.mp4, result.json, recipe) is the same as
+`rpent run` writes. Components marked `shared` in the robot's Dashboard spec start with the
+session; the others start before each task and stop after it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import threading
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from rpent.cli.logs import FanOutSink, ProgressSink, add_run_log
+from rpent.cli.run import make_planner
+from rpent.cli.task import TaskRun
+from rpent.dashboard.bus import EventBus
+from rpent.dashboard.forms import TaskFormError, validate_fields
+from rpent.dashboard.frames import FRAME_SOURCES_KEY, FrameHub
+from rpent.dashboard.interaction import OperatorInteraction
+from rpent.dashboard.state import DashboardSink, DashboardState, artifact_url
+from rpent.robot import ConfigError, RobotSpec
+from rpent.robot.spec import Dashboard, TaskField
+
+log = logging.getLogger("rpent.dashboard")
+
+ARTIFACT_NAMES = ("episode.mp4", "steps.jsonl", "result.json", "transcript.json", "run.log")
+
+
+class SessionBusy(RuntimeError):
+    """A task is already running (one task at a time per session)."""
+
+
+class SessionEvents(FanOutSink):
+    """The event sink robots get from the dashboard: progress log + dashboard, and the operator.
+
+    `interaction` (see rpent.dashboard.interaction.interaction_from) and `approval_channel` (the same
+    object, as a `rpent.runtime.arm.ApprovalChannel`) reach the operator through the page.
+    """
+
+    def __init__(self, *sinks: Any, interaction: OperatorInteraction) -> None:
+        super().__init__(*sinks)
+        self.interaction = interaction
+        self.approval_channel = interaction
+
+
+def dashboard_of(spec: RobotSpec) -> Dashboard:
+    """The robot's Dashboard spec; robots without one get a single task text field."""
+    if spec.dashboard is not None:
+        return spec.dashboard
+    return Dashboard(task_fields=(TaskField("task", "Task", "text", default=spec.default_task),))
+
+
+class DashboardSession:
+    def __init__(self, *, args: argparse.Namespace, spec: RobotSpec, robot: ModuleType, output_root: Path,
+                 bus_capacity: int = 4096) -> None:
+        self.args = args
+        self.spec = spec
+        self.robot = robot
+        self.output_root = Path(output_root)
+        self.dashboard = dashboard_of(spec)
+        self.bus = EventBus(bus_capacity)
+        components = [{"name": c.name, "label": c.label, "shared": c.shared} for c in self.dashboard.components]
+        self.sink = DashboardSink(self.bus, DashboardState(spec.name, components))
+        self.interaction = self.sink.interaction
+        # The same progress log `rpent run` writes, plus the dashboard.
+        self.events = SessionEvents(ProgressSink(log), self.sink, interaction=self.interaction)
+        self.frames = FrameHub({c.name: c for c in self.dashboard.frame_channels},
+                               watching=lambda: self.bus.subscribers > 0, on_new_frame=self.bus.poke)
+        self._lock = threading.Lock()
+        self._task: TaskRun | None = None
+        self._task_id: str | None = None
+        self._thread: threading.Thread | None = None
+        self._abort_reason: str | None = None
+        self._running = False
+        self._count = 0
+        self._shared_kwargs: dict[str, Any] = {}
+        self._stopped = False
+
+    # ---- session lifetime ---------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the shared runtime components; raises ConfigError or the runtime's own error."""
+        config = self.spec.parse_config(self._task_args({}, self.output_root / "session"))
+        shared = self.dashboard.shared_components
+        selection = [c.name for c in shared] if self.dashboard.components else None
+        self._components(shared, "starting")
+        try:
+            self._shared_kwargs = self.spec.init_runtime(config, selection=selection, events=self.events) or {}
+        except Exception as exc:
+            self._components(shared, "error", f"{type(exc).__name__}: {exc}")
+            self.sink.publish("session", {"status": "error", "error": f"{type(exc).__name__}: {exc}"})
+            raise
+        self._components(shared, "ready")
+        self.frames.attach(self._shared_kwargs.get(FRAME_SOURCES_KEY) or {})
+        self.sink.publish("session", {"status": "ready"})
+
+    def stop(self, timeout_s: float = 60.0) -> None:
+        """Abort a running task, wait for its record, stop the shared runtime (safe to call twice)."""
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+            thread = self._thread
+        self.sink.publish("session", {"status": "stopping"})
+        if thread is not None and thread.is_alive():
+            self.abort("dashboard shutting down")
+            thread.join(timeout_s)
+        self.frames.stop()
+        try:
+            self.spec.stop_runtime(self._shared_kwargs)
+        except Exception:
+            log.exception("stopping the shared runtime failed")
+        self._components(self.dashboard.shared_components, "stopped")
+        self.sink.publish("session", {"status": "stopped"})
+
+    # ---- tasks ----------------------------------------------------------------------------------
+
+    def start_task(self, raw_fields: dict[str, Any]) -> str:
+        """Validate the form, build config and planner, and start the task; returns its id.
+
+        Raises TaskFormError (bad field, with its name), SessionBusy, or ConfigError.
+        """
+        values = validate_fields(self.dashboard.task_fields, raw_fields)
+        with self._lock:
+            if self._stopped:
+                raise SessionBusy("the session is shutting down")
+            if self._running:
+                raise SessionBusy(f"task {self._task_id} is still running; abort it or wait for it to end")
+            self._count += 1
+            task_id = f"task-{self._count:03d}"
+            args = self._task_args(values, self.output_root / task_id)
+            try:
+                config = self.spec.parse_config(args)
+                planner = make_planner(args, self.spec)
+            except ConfigError as exc:
+                self._count -= 1
+                raise TaskFormError(str(exc)) from None
+            if hasattr(planner, "on_text"):  # model planners stream their text to the page
+                planner.on_text = lambda text: self.sink.publish("planner_text", {"text": text})
+            if hasattr(planner, "on_usage"):  # live counters, for planners that report each turn
+                planner.on_usage = lambda turns, usage: self.sink.publish(
+                    "counters", {"turns": turns, "tokens": (usage or {}).get("total_tokens")})
+            self._task_id, self._task, self._abort_reason, self._running = task_id, None, None, True
+            self._thread = threading.Thread(target=self._run_task, args=(task_id, args, config, planner, values),
+                                            name=f"rpent-{task_id}", daemon=True)
+            self._thread.start()
+        return task_id
+
+    def send_message(self, text: str) -> None:
+        task = self._running_task()
+        task.send_message(text)
+        self.sink.publish("operator_message", {"text": text})
+
+    def add_note(self, text: str) -> None:
+        task = self._running_task()
+        task.add_note(text)
+        self.sink.publish("operator_note", {"text": text})
+
+    def abort(self, reason: str = "operator abort") -> bool:
+        """Cancel the active tool call (the robot stops) and end the task as aborted; blocks until stopped."""
+        with self._lock:
+            if not self._running:
+                return False
+            self._abort_reason = self._abort_reason or reason
+            task = self._task
+        self.sink.publish("abort_requested", {"reason": reason})
+        self.interaction.cancel_all("the task was aborted")  # a motion waiting for approval is denied
+        if task is not None:
+            return task.abort(reason)
+        return True  # the task has not built its TaskRun yet; it will see the reason
+
+    def wait_task(self, timeout_s: float | None = None) -> bool:
+        thread = self._thread
+        if thread is None:
+            return True
+        thread.join(timeout_s)
+        return not thread.is_alive()
+
+    def snapshot(self) -> dict[str, Any]:
+        return self.sink.snapshot()
+
+    def task_dir(self, task_id: str) -> Path | None:
+        if not task_id.startswith("task-") or not task_id[5:].isdigit() or int(task_id[5:]) > self._count:
+            return None
+        return self.output_root / task_id
+
+    # ---- internals ------------------------------------------------------------------------------
+
+    def _running_task(self) -> TaskRun:
+        with self._lock:
+            task = self._task
+            running = self._running
+        if task is None or not running:
+            raise SessionBusy("no task is running")
+        return task
+
+    def _task_args(self, values: dict[str, Any], output_dir: Path) -> argparse.Namespace:
+        args = argparse.Namespace(**vars(self.args))
+        for name, value in values.items():
+            if value is not None:
+                setattr(args, name.replace("-", "_"), value)
+        args.output_dir = str(output_dir)
+        return args
+
+    def _components(self, components: Any, status: str, detail: str = "") -> None:
+        for component in components:
+            self.sink.publish("component", {"name": component.name, "status": status, "detail": detail})
+
+    def _run_task(self, task_id: str, args: argparse.Namespace, config: Any, planner: Any, values: dict[str, Any]) -> None:
+        output_dir = config.output_dir
+        output_dir.mkdir(parents=True, exist_ok=True)
+        run_log = add_run_log(output_dir)
+        self.sink.set_task(task_id, output_dir)
+        self.sink.publish("task_started", {"task_id": task_id, "fields": values, "planner": args.planner,
+                                           "started": time.time()})
+        unique = self.dashboard.unique_components
+        unique_kwargs: dict[str, Any] = {}
+        summary: dict[str, Any] | None = None
+        try:
+            if unique:
+                self._components(unique, "starting")
+                unique_kwargs = self.spec.init_runtime(config, selection=[c.name for c in unique], events=self.events) or {}
+                self._components(unique, "ready")
+                self.frames.attach(unique_kwargs.get(FRAME_SOURCES_KEY) or {})
+            task = TaskRun(spec=self.spec, robot=self.robot, config=config, planner=planner,
+                           planner_name=args.planner, max_turns=args.max_turns,
+                           runtime_kwargs={**self._shared_kwargs, **unique_kwargs}, events=self.events,
+                           dashboard_interaction=self.interaction)
+            with self._lock:
+                self._task = task
+                reason = self._abort_reason
+            if reason is not None:
+                task.abort(reason)
+            summary = task.run()
+        except Exception as exc:
+            log.exception("task %s failed to start", task_id)
+            self._components(unique, "error", f"{type(exc).__name__}: {exc}")
+            summary = {"status": "error", "error": f"{type(exc).__name__}: {exc}", "output_dir": str(output_dir)}
+        finally:
+            self.interaction.cancel_all("the task ended")
+            if unique:
+                self.frames.detach(list((unique_kwargs.get(FRAME_SOURCES_KEY) or {}).keys()))
+                try:
+                    self.spec.stop_runtime(unique_kwargs)
+                except Exception:
+                    log.exception("stopping the task's runtime components failed")
+                self._components(unique, "stopped")
+            logging.getLogger().removeHandler(run_log)
+            run_log.close()
+            self.sink.set_task(None)
+            with self._lock:  # "ended" on the page and "ready for the next task" happen together
+                self.sink.publish("task_ended", {"task_id": task_id, "summary": summary, "ended": time.time(),
+                                                 "artifacts": self._artifacts(task_id, output_dir, summary)})
+                self._running = False
+
+    @staticmethod
+    def _artifacts(task_id: str, output_dir: Path, summary: dict[str, Any] | None) -> dict[str, str]:
+        found: dict[str, str] = {}
+        recipe = (summary or {}).get("recipe")
+        for name, path in [*((n, output_dir / n) for n in ARTIFACT_NAMES), ("recipe", Path(recipe) if recipe else None)]:
+            if path is not None and path.is_file():
+                url = artifact_url(task_id, output_dir, path)
+                if url:
+                    found[name] = url
+        return found
