@@ -20,13 +20,12 @@ from typing import Any
 import anthropic
 
 from rpent.planner.base import (
+    AsyncPlanner,
     OperatorInbox,
     OperatorInput,
-    Planner,
     PlannerResult,
     PlannerStatus,
     TokenUsage,
-    check_max_turns,
     check_positive,
     execute_tool,
 )
@@ -57,7 +56,7 @@ class _Stop(Exception):
         self.reason = reason
 
 
-class ApiPlanner(Planner):
+class ApiPlanner(AsyncPlanner):
     """Anthropic Messages API planner.
 
     Options: `model`, `base_url` (default: $ANTHROPIC_BASE_URL or the public API), `api_key`
@@ -122,20 +121,6 @@ class ApiPlanner(Planner):
         self.prompt_caching = prompt_caching
         self.on_text = on_text
         self.transcript: list[dict[str, Any]] = []
-
-    def solve(
-        self,
-        *,
-        system_prompt: str,
-        user_message: str,
-        toolkit: Toolkit,
-        max_turns: int,
-        input_queue: queue.Queue[OperatorInput] | None = None,
-        dashboard_interaction: Any = None,
-    ) -> PlannerResult:
-        """Blocks until the run ends; call it from a thread without a running event loop."""
-        check_max_turns(max_turns)
-        return asyncio.run(self._solve(system_prompt, user_message, toolkit, max_turns, input_queue))
 
     def _client(self) -> anthropic.AsyncAnthropic:
         credentials = {"auth_token": self._api_key} if self.bearer_auth else {"api_key": self._api_key}

@@ -212,6 +212,34 @@ class Planner(ABC):
         """
 
 
+class AsyncPlanner(Planner):
+    """A planner whose loop is a coroutine: `solve` runs it on a fresh event loop in the calling thread."""
+
+    def solve(
+        self,
+        *,
+        system_prompt: str,
+        user_message: str,
+        toolkit: Toolkit,
+        max_turns: int,
+        input_queue: queue.Queue[OperatorInput] | None = None,
+        dashboard_interaction: Any = None,
+    ) -> PlannerResult:
+        """Blocks until the run ends; call it from a thread without a running event loop."""
+        check_max_turns(max_turns)
+        return asyncio.run(self._solve(system_prompt, user_message, toolkit, max_turns, input_queue))
+
+    @abstractmethod
+    async def _solve(
+        self,
+        system_prompt: str,
+        user_message: str,
+        toolkit: Toolkit,
+        max_turns: int,
+        input_queue: queue.Queue[OperatorInput] | None,
+    ) -> PlannerResult: ...
+
+
 def check_max_turns(max_turns: int) -> None:
     if not isinstance(max_turns, int) or isinstance(max_turns, bool) or max_turns < 1:
         raise ValueError(f"max_turns: must be an integer >= 1, got {max_turns!r}")

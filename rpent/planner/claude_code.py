@@ -17,14 +17,14 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from rpent.planner.api import DEFAULT_MODEL
 from rpent.planner.base import (
+    AsyncPlanner,
     OperatorInbox,
     OperatorInput,
-    Planner,
     PlannerResult,
     PlannerStatus,
     TokenUsage,
-    check_max_turns,
     check_positive,
 )
 from rpent.planner.cli_common import NUDGE_TEXT, CliError, RunBridge, RunControl, inside, operator_note, read_roots
@@ -32,12 +32,11 @@ from rpent.tools.toolkit import Toolkit
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MODEL = "claude-sonnet-4-5"
 #: Tools that read files; each is allowed only on paths inside the run's directories.
 _READ_TOOLS = {"Read": "file_path"}
 
 
-class ClaudeCodePlanner(Planner):
+class ClaudeCodePlanner(AsyncPlanner):
     """Claude Code as the planner.
 
     Options: `model`, `base_url` (default: $ANTHROPIC_BASE_URL, else the public API), `api_key`
@@ -99,20 +98,6 @@ class ClaudeCodePlanner(Planner):
         self.env = dict(env or {})
         self.stderr = stderr
         self.transcript: list[dict[str, Any]] = []
-
-    def solve(
-        self,
-        *,
-        system_prompt: str,
-        user_message: str,
-        toolkit: Toolkit,
-        max_turns: int,
-        input_queue: queue.Queue[OperatorInput] | None = None,
-        dashboard_interaction: Any = None,
-    ) -> PlannerResult:
-        """Blocks until the run ends; call it from a thread without a running event loop."""
-        check_max_turns(max_turns)
-        return asyncio.run(self._solve(system_prompt, user_message, toolkit, max_turns, input_queue))
 
     def cli_env(self, home: Path) -> dict[str, str]:
         env = {

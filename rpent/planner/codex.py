@@ -23,13 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from rpent.planner.base import (
+    AsyncPlanner,
     OperatorInbox,
     OperatorInput,
-    Planner,
     PlannerResult,
     PlannerStatus,
     TokenUsage,
-    check_max_turns,
     check_positive,
 )
 from rpent.planner.cli_common import (
@@ -61,7 +60,7 @@ def find_codex(explicit: str | os.PathLike[str] | None = None) -> str | None:
     return find_executable(explicit, "RPENT_CODEX_BIN", "node_modules/.bin/codex", "codex")
 
 
-class CodexPlanner(Planner):
+class CodexPlanner(AsyncPlanner):
     """The Codex CLI as the planner.
 
     Options: `model`, `base_url` (an OpenAI Responses API endpoint; default: the public API),
@@ -121,20 +120,6 @@ class CodexPlanner(Planner):
         self.reasoning_effort = reasoning_effort
         self.extra_config = extra_config
         self.transcript: list[dict[str, Any]] = []
-
-    def solve(
-        self,
-        *,
-        system_prompt: str,
-        user_message: str,
-        toolkit: Toolkit,
-        max_turns: int,
-        input_queue: queue.Queue[OperatorInput] | None = None,
-        dashboard_interaction: Any = None,
-    ) -> PlannerResult:
-        """Blocks until the run ends; call it from a thread without a running event loop."""
-        check_max_turns(max_turns)
-        return asyncio.run(self._solve(system_prompt, user_message, toolkit, max_turns, input_queue))
 
     def config_toml(self, *, mcp_url: str, instructions_file: Path, writable_roots: list[Path]) -> str:
         """The whole config.toml of one run (nothing is inherited from ~/.codex)."""
