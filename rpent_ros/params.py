@@ -13,8 +13,10 @@ from typing import Any
 
 from rpent.robot import ConfigError, RobotSpec
 
-# Parameters every toolkit node has; they are not robot flags.
-NODE_PARAMETERS = ("robot", "runtime_mode", "cameras_node", "publish_rate_hz", "use_sim_time")
+# Parameters of the node itself (ours, and those every rclpy node has); they are not robot flags.
+NODE_PARAMETERS = (
+    "robot", "runtime_mode", "cameras_node", "publish_rate_hz", "use_sim_time", "start_type_description_service",
+)
 
 
 def run_parser(spec: RobotSpec) -> argparse.ArgumentParser:
@@ -34,7 +36,7 @@ def namespace_from_params(spec: RobotSpec, params: Mapping[str, Any]) -> argpars
     namespace = parser.parse_args(["--robot", spec.name])
     known = {action.dest: action for action in parser._actions}
     for name, value in params.items():
-        if name in NODE_PARAMETERS:
+        if name in NODE_PARAMETERS or name.startswith("qos_overrides."):
             continue
         dest = name.replace("-", "_").replace(".", "_")
         action = known.get(dest)

@@ -12,6 +12,7 @@ Every node stops its runtime's motion on shutdown and logs failures with their c
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -63,6 +64,20 @@ class RuntimeNode(Node):
                         self.get_logger().error(f"{method} on shutdown failed: {type(exc).__name__}: {exc}")
 
 
+def _connect(node: Node, what: str, factory: Callable[[], Any]) -> Any:
+    """Connect, retrying until `connect_wait_s`: the robot (or franky-sim) may come up after this node."""
+    wait_s = float(node.declare_parameter("connect_wait_s", 60.0).value)
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            return factory()
+        except Exception as exc:
+            if time.monotonic() >= deadline:
+                raise
+            node.get_logger().info(f"{what} not reachable yet ({exc}); retrying", throttle_duration_sec=10.0)
+            time.sleep(0.5)
+
+
 def _safety(node: Node, arm_name: str) -> Any:
     from robots.franka.config import DEFAULT_SAFETY_FILE
     from robots.franka.safety import load_safety_config
@@ -79,11 +94,12 @@ class FrankaArmNode(RuntimeNode):
         name = self.declare_parameter("name", "arm").value
         ip = self.declare_parameter("ip", "172.16.0.2").value
         rate = float(self.declare_parameter("publish_rate_hz", 30.0).value)
-        arm = FrankyArm(
-            ip, name=name, envelope=_safety(self, name),
-            dynamics_factor=float(self.declare_parameter("dynamics_factor", 0.5).value),
-            connect_timeout_s=float(self.declare_parameter("connect_timeout_s", 10.0).value),
-        )
+        envelope = _safety(self, name)
+        dynamics = float(self.declare_parameter("dynamics_factor", 0.5).value)
+        timeout = float(self.declare_parameter("connect_timeout_s", 10.0).value)
+        arm = _connect(self, f"arm {name} at {ip}", lambda: FrankyArm(
+            ip, name=name, envelope=envelope, dynamics_factor=dynamics, connect_timeout_s=timeout,
+        ))
         self.serve(name, arm, FRANKA_ARM_METHODS)
         telemetry = ArmTelemetry(self, name)
         self.every(rate, lambda: telemetry.publish(arm.state()))
@@ -97,10 +113,11 @@ class FrankaGripperNode(RuntimeNode):
 
         name = self.declare_parameter("name", "arm").value
         ip = self.declare_parameter("ip", "172.16.0.2").value
-        gripper = FrankyGripper(
-            ip, name=f"{name}_gripper", envelope=_safety(self, name),
-            connect_timeout_s=float(self.declare_parameter("connect_timeout_s", 10.0).value),
-        )
+        envelope = _safety(self, name)
+        timeout = float(self.declare_parameter("connect_timeout_s", 10.0).value)
+        gripper = _connect(self, f"gripper {name} at {ip}", lambda: FrankyGripper(
+            ip, name=f"{name}_gripper", envelope=envelope, connect_timeout_s=timeout,
+        ))
         self.serve(name, gripper, GRIPPER_METHODS)
         self.get_logger().info(f"gripper {name} at {ip}: serving ~/{name}/call")
 

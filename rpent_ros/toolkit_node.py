@@ -118,9 +118,15 @@ class ToolkitNode(Node):
         return CancelResponse.ACCEPT
 
     def _execute(self, goal_handle: ServerGoalHandle) -> CallTool.Result:
+        key = bytes(goal_handle.goal_id.uuid)
         with self._lock:
-            entry = self._calls.pop(bytes(goal_handle.goal_id.uuid))
-        result = ToolResult(error=str(entry)) if isinstance(entry, GoalError) else entry.result()
+            entry = self._calls[key]
+        try:
+            # The entry stays registered while the call runs: a ROS cancel looks it up.
+            result = ToolResult(error=str(entry)) if isinstance(entry, GoalError) else entry.result()
+        finally:
+            with self._lock:
+                self._calls.pop(key, None)
         fields = result_fields(result)
         message = CallTool.Result(
             is_error=fields["is_error"],

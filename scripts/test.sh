@@ -6,5 +6,5 @@ bash "$repo/scripts/setup.sh"
 cd "$repo"
 export MUJOCO_GL="${MUJOCO_GL:-egl}"
 # DDS stays on this machine whenever a ROS test runs.
-export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST ROS_LOCALHOST_ONLY=1
+export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
 exec .venv/bin/python -m pytest "$@"

@@ -5,9 +5,10 @@ import os
 # MuJoCo renders offscreen; no display exists on CI machines.
 os.environ.setdefault("MUJOCO_GL", "egl")
 os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
-# DDS (if a ROS test runs at all) stays on this machine.
+# DDS (if a ROS test runs at all) stays on this machine: Jazzy's discovery range, Humble's older switch.
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-os.environ.setdefault("ROS_LOCALHOST_ONLY", "1")
+if os.environ.get("ROS_DISTRO") == "humble":
+    os.environ.setdefault("ROS_LOCALHOST_ONLY", "1")
 
 import pytest
 

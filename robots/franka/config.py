@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import yaml
@@ -9,7 +10,19 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from robots.franka.safety import SafetyConfig, load_safety_config
 
-CONFIG_DIR = Path(__file__).resolve().parents[2] / "config"
+def _config_dir() -> Path:
+    """config/ of the source tree, or share/rpent/config of a ROS 2 (colcon) install."""
+    source = Path(__file__).resolve().parents[2] / "config"
+    if source.is_dir():
+        return source
+    for prefix in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep):
+        installed = Path(prefix) / "share" / "rpent" / "config"
+        if prefix and installed.is_dir():
+            return installed
+    return source
+
+
+CONFIG_DIR = _config_dir()
 DEFAULT_SAFETY_FILE = CONFIG_DIR / "franka_safety.yaml"
 
 # The simulator's start configuration; the end effector is then ~0.55 m in front of the base,

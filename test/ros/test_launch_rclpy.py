@@ -30,13 +30,14 @@ def test_dual_franka_launch_with_sim_serves_both_arms(tmp_path):
     env = {**os.environ, "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
     launch = subprocess.Popen(
         ["ros2", "launch", "rpent", "dual_franka.launch.py", "use_sim:=true", f"output_dir:={tmp_path / 'run'}"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+        env=env, stdout=open(tmp_path / "launch.log", "wb"), stderr=subprocess.STDOUT, start_new_session=True,  # noqa: SIM115
     )
     rclpy.init()
     executor = MultiThreadedExecutor(num_threads=8)
     node = Node("launch_test_client")
     executor.add_node(node)
     threading.Thread(target=executor.spin, daemon=True).start()
+    log = tmp_path / "launch.log"
     try:
         remote = RosToolkit(node, "/toolkit", timeout_s=60)
         remote.wait_ready(180)
@@ -57,3 +58,4 @@ def test_dual_franka_launch_with_sim_serves_both_arms(tmp_path):
             launch.wait(timeout=60)
         except subprocess.TimeoutExpired:
             os.killpg(launch.pid, signal.SIGKILL)
+        print(log.read_text()[-5000:])  # shown by pytest when the test failed

@@ -95,18 +95,23 @@ def test_ros_cancel_stops_exactly_that_goal(ros, tmp_path):
     stages = []
     moving = remote.submit("move_to", {"x_m": 0.5, "y_m": 0.5}, on_stage=lambda s, m, p: stages.append(s))
     queued = remote.submit("get_state", {})
-    deadline = threading.Event()
-    while "running" not in stages and not deadline.wait(0.02):
-        pass
     world = node.runtime_kwargs["world"]
-    before = list(world.gripper_xyz)
+    start = list(world.gripper_xyz)
+    pause = threading.Event()
+    for _ in range(1500):  # bounded wait (30 s) until the arm is visibly moving
+        if world.gripper_xyz != start:
+            break
+        pause.wait(0.02)
+    assert "running" in stages
     assert moving.cancel()
     result = moving.result(timeout=30)
     assert result.is_error and "cancelled" in result.error
     assert moving.status == GoalStatus.STATUS_CANCELED
     assert world.stops == 1
     after = list(world.gripper_xyz)
-    assert after != [0.5, 0.5, 0.1] and after != before  # it moved some, then stopped short
+    assert after != start and after[:2] != [0.5, 0.5]  # it moved some, then stopped short of the target
+    pause.wait(0.2)
+    assert list(world.gripper_xyz) == after  # and stays stopped
     assert not queued.result(timeout=30).is_error  # the other goal was not touched
 
 
