@@ -159,6 +159,7 @@ def test_abort_denies_a_motion_waiting_for_approval(served_factory) -> None:
 
 def test_a_non_loopback_address_needs_a_token(served_factory) -> None:
     served = served_factory(*REPLAY)
+    # Refused before any socket is bound: no traffic leaves loopback.
     with pytest.raises(ConfigError, match=r"--host: .* token is required"):
         DashboardServer(served.session, host="0.0.0.0", port=0)
     server = DashboardServer(served.session, host="127.0.0.1", port=0, token="s3cret").start()

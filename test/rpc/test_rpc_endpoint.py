@@ -71,6 +71,7 @@ def test_argparse_type_helper_reports_the_rule_as_a_usage_error(capsys: pytest.C
         ("127.3.4.5", True),
         ("localhost", True),
         ("::1", True),
+        # Address strings only: classified, never connected to.
         ("0.0.0.0", False),
         ("192.168.1.10", False),
         ("robot.lab", False),

@@ -38,6 +38,7 @@ def test_child_that_dies_before_ready_reports_its_exit_code_and_stderr() -> None
 
 
 def test_pickle_server_on_a_non_loopback_address_refuses_to_start_without_trust_network() -> None:
+    # Refused before any socket is bound: no traffic leaves loopback.
     with pytest.raises(ServerStartError) as err:
         ServerProcess(MODULE, "socket://0.0.0.0:0").start()
     assert "--trust-network" in err.value.stderr_tail and "UntrustedBindError" in err.value.stderr_tail

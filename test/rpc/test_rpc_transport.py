@@ -190,6 +190,7 @@ def test_shutdown_rpc_replies_then_stops_the_server_and_closes_the_facade(protoc
 
 
 def test_pickle_socket_server_refuses_non_loopback_address_without_trust_network() -> None:
+    # Refused before any socket is bound: no traffic leaves loopback.
     with pytest.raises(UntrustedBindError, match="--trust-network"):
         serve(ProbeFacade(), "socket://0.0.0.0:0")
 
