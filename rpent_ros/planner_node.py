@@ -28,7 +28,7 @@ from rpent_ros.params import namespace_from_params
 from rpent_ros.toolkit_client import RosToolkit
 
 log = logging.getLogger("rpent.planner_node")
-NODE_ONLY = ("toolkit_namespace", "planner", "exit_when_done")
+NODE_ONLY = ("toolkit_namespace", "planner", "new_task")
 
 
 class PlannerNode(Node):
@@ -47,6 +47,8 @@ class PlannerNode(Node):
         self.config = self.spec.parse_config(namespace)
         self.planner = make_planner(namespace, self.spec)
         self.toolkit = RosToolkit(self, self.toolkit_namespace)
+        # A long-lived toolkit node may hold the previous task's finish: start a clean record first.
+        self.new_task = bool(params.get("new_task", True))
         self.inputs: Any = None
         self.summary: dict[str, Any] | None = None
 
@@ -55,6 +57,8 @@ class PlannerNode(Node):
 
         started = time.time()
         self.toolkit.wait_ready()
+        if self.new_task:
+            log.info("toolkit record for this task: %s", self.toolkit.new_task())
         system_prompt, user_message = self.spec.prompts.render(self.config.prompt_vars)
         self.inputs = queue.Queue()
         log.info("planning with %s against %s", self.args.planner, self.toolkit_namespace)

@@ -13,7 +13,7 @@ from rclpy.action import ActionClient
 from rclpy.node import Node
 
 from rpent.action import CallTool
-from rpent.srv import GetStatus, ListTools
+from rpent.srv import GetStatus, ListTools, NewTask
 from rpent.tools import ToolResult
 from rpent_ros.conversions import result_from_fields
 
@@ -133,6 +133,7 @@ class RosToolkit:
         self._action = ActionClient(node, CallTool, f"{self.namespace}/call_tool")
         self._list = node.create_client(ListTools, f"{self.namespace}/list_tools")
         self._status = node.create_client(GetStatus, f"{self.namespace}/status")
+        self._new_task = node.create_client(NewTask, f"{self.namespace}/new_task")
         self._active: set[RemoteCall] = set()
         self._lock = threading.Lock()
         self._tools: list[RemoteTool] | None = None
@@ -175,6 +176,15 @@ class RosToolkit:
         for call in calls:
             call.cancel(reason)
         return all(call._done.wait(timeout) for call in calls)
+
+    def new_task(self, output_dir: str = "") -> str:
+        """Ask the toolkit node for a fresh record (no finish result yet); returns its output directory."""
+        if not self._new_task.wait_for_service(timeout_sec=self.timeout_s):
+            raise RemoteError(f"{self.namespace}/new_task is not available")
+        response = _wait(self._new_task.call_async(NewTask.Request(output_dir=output_dir)), 120, f"{self.namespace}/new_task")
+        if not response.ok:
+            raise RemoteError(f"{self.namespace}/new_task: {response.error}")
+        return response.output_dir
 
     def resume_calls(self) -> None:
         """Admission is the node's business; nothing to reopen on the client side."""

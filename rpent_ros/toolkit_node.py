@@ -14,6 +14,7 @@ import json
 import logging
 import threading
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import rclpy
@@ -29,7 +30,7 @@ from rpent.action import CallTool
 from rpent.cli.logs import FanOutSink, ProgressSink
 from rpent.cli.run import default_output_dir
 from rpent.robot import load_robot
-from rpent.srv import GetStatus, ListTools
+from rpent.srv import GetStatus, ListTools, NewTask
 from rpent.tools import ToolCall, ToolResult
 from rpent_ros.conversions import GoalError, feedback_fields, parse_goal, result_fields, tools_json
 from rpent_ros.events import RosEventSink
@@ -50,6 +51,7 @@ class ToolkitNode(Node):
         if namespace.output_dir is None:
             namespace.output_dir = str(default_output_dir(self.spec.name))
         self.config = self.spec.parse_config(namespace)
+        self._base_output_dir = self.config.output_dir
         self.events = FanOutSink(ProgressSink(log), RosEventSink(self))
         self.runtime_mode = self.get_parameter_or("runtime_mode", Parameter("runtime_mode", value="inprocess")).value
         self.runtime_kwargs: dict[str, Any] = {}
@@ -76,6 +78,8 @@ class ToolkitNode(Node):
             self._servers.append(self._action_server(f"~/tools/{tool.name}", tool.name, group))
         self.create_service(ListTools, "~/list_tools", self._list_tools, callback_group=group)
         self.create_service(GetStatus, "~/status", self._status, callback_group=group)
+        self.create_service(NewTask, "~/new_task", self._new_task, callback_group=group)
+        self._tasks = 1
         self.get_logger().info(
             f"robot '{self.spec.name}': {len(self._servers) - 1} tools served; record in {self.config.output_dir}"
         )
@@ -144,6 +148,25 @@ class ToolkitNode(Node):
 
     def _list_tools(self, request: ListTools.Request, response: ListTools.Response) -> ListTools.Response:
         response.tools_json = tools_json(self.toolkit.list_tools())
+        return response
+
+    def _new_task(self, request: NewTask.Request, response: NewTask.Response) -> NewTask.Response:
+        """Close the current record and start a fresh toolkit, so the next planner starts clean."""
+        with self._lock:
+            self._tasks += 1
+            output_dir = request.output_dir or str(self._base_output_dir / f"task-{self._tasks:03d}")
+            old = self.toolkit
+            try:
+                old.close(timeout=60)  # lets running calls finish; saves the video
+                self.config.output_dir = Path(output_dir)
+                self.toolkit = self.robot.get_toolkit(
+                    runtime_kwargs=self.runtime_kwargs, dashboard_events=self.events, config=self.config
+                )
+            except Exception as exc:
+                response.ok, response.error = False, f"{type(exc).__name__}: {exc}"
+                return response
+        response.ok, response.output_dir = True, output_dir
+        self.get_logger().info(f"new task: record in {output_dir}")
         return response
 
     def _status(self, request: GetStatus.Request, response: GetStatus.Response) -> GetStatus.Response:

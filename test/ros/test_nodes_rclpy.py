@@ -19,6 +19,7 @@ from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 
+from rpent.tools.steps import read_steps  # noqa: E402
 from rpent_ros.planner_node import PlannerNode  # noqa: E402
 from rpent_ros.toolkit_client import RosToolkit  # noqa: E402
 from rpent_ros.toolkit_node import ToolkitNode  # noqa: E402
@@ -116,15 +117,25 @@ def test_ros_cancel_stops_exactly_that_goal(ros, tmp_path):
 
 
 def test_planner_node_reaches_finish_through_the_ros_client(ros, tmp_path):
-    node = toolkit_node(ros, tmp_path)
-    planner = ros(PlannerNode(parameter_overrides=[
-        Parameter("robot", value="toy"), Parameter("planner", value="replay"), Parameter("recipe", value=str(RECIPE)),
-        Parameter("output_dir", value=str(tmp_path / "planner")),
-    ]))
-    summary = planner.run_task()
-    assert summary["status"] == "finished" and summary["solved"] is True
-    assert node.toolkit.finish_result["status"] == "success"
-    assert (tmp_path / "planner" / "result.json").exists()
+    toolkit_node(ros, tmp_path)
+    look = tmp_path / "look.jsonl"
+    look.write_text('{"tool": "get_state", "arguments": {}}\n')
+    # One long-lived toolkit node, two tasks; the world carries over (the block stays in the bin),
+    # the record and the finish result do not.
+    for run, recipe in (("first", RECIPE), ("second", look)):
+        planner = ros(PlannerNode(parameter_overrides=[
+            Parameter("robot", value="toy"), Parameter("planner", value="replay"),
+            Parameter("recipe", value=str(recipe)), Parameter("output_dir", value=str(tmp_path / run)),
+        ]))
+        summary = planner.run_task()
+        assert summary["status"] == "finished" and summary["solved"] is True
+        assert summary["turns"] == len(recipe.read_text().splitlines())
+        assert (tmp_path / run / "result.json").exists()
+    records = sorted(p.name for p in (tmp_path / "node").iterdir() if p.name.startswith("task-"))
+    assert records == ["task-002", "task-003"]
+    second = read_steps(tmp_path / "node" / "task-003" / "steps.jsonl")
+    # The replay calls finish itself only when the toolkit has no finish yet: the old one was cleared.
+    assert [s["tool"] for s in second] == ["get_state", "finish"]
 
 
 def test_mcp_bridge_node_serves_a_remote_tool(ros, tmp_path):
