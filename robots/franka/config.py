@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from robots.franka.safety import SafetyConfig, load_safety_config
 
+
 def _config_dir() -> Path:
     """config/ of the source tree, or share/rpent/config of a ROS 2 (colcon) install."""
     source = Path(__file__).resolve().parents[2] / "config"
