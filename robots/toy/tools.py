@@ -66,6 +66,19 @@ def capture_image(*, ctx: ToolContext[ToyWorld]) -> ToolResult:
 
 
 @tool
+@readonly
+def observe(duration_s: Annotated[float, Field(gt=0.0, le=10.0)] = 1.0, *, ctx: ToolContext[ToyWorld]) -> ToolResult:
+    """Watch the table without moving for a while (e.g. until something settles), then take a top-down picture.
+
+    Args:
+        duration_s: How long to watch, in seconds (at most 10).
+    """
+    ctx.wait_cancelled(duration_s)
+    ctx.check_cancelled()
+    return ToolResult(data={"watched_s": duration_s, "camera": "top"}, images=[encode_png(ctx.robot.render_top())])
+
+
+@tool
 def finish(
     status: Literal["success", "failure"],
     summary: Annotated[str, Field(min_length=1, max_length=2000)],
@@ -81,4 +94,4 @@ def finish(
     return finish_payload(status=status, summary=summary, operator_aborted=False, operator_notes=[])
 
 
-TOY_TOOLS = [move_to, grasp, release, get_state, capture_image, finish]
+TOY_TOOLS = [move_to, grasp, release, get_state, capture_image, observe, finish]

@@ -6,6 +6,7 @@ in a sourced ROS 2 Jazzy workspace where this package was built with colcon).
 
 from __future__ import annotations
 
+import math
 import threading
 from pathlib import Path
 
@@ -116,6 +117,23 @@ def test_ros_cancel_stops_exactly_that_goal(ros, tmp_path):
     assert not queued.result(timeout=30).is_error  # the other goal was not touched
 
 
+def test_readonly_goals_overlap_and_exclusive_goals_wait(ros, tmp_path):
+    node = toolkit_node(ros, tmp_path)
+    remote = client(ros)
+    first = remote.submit("observe", {"duration_s": 1.5})
+    second = remote.submit("observe", {"duration_s": 1.5})
+    assert not first.result(timeout=60).is_error and not second.result(timeout=60).is_error
+    looking = remote.submit("observe", {"duration_s": 1.0})
+    moving = remote.submit("move_to", {"x_m": 0.2, "y_m": 0.3})
+    assert not looking.result(timeout=60).is_error and not moving.result(timeout=60).is_error
+    # The toolkit node's own record says when each call ran (feedback and results travel on
+    # different ROS channels, so their arrival order proves nothing).
+    r1, r2, r3, e = read_steps(node.config.output_dir / "steps.jsonl")
+    assert r2["started_at"] < r1["ended_at"] and r1["started_at"] < r2["ended_at"]  # read-only goals overlapped
+    assert (r3["tool"], e["tool"]) == ("observe", "move_to")
+    assert e["started_at"] >= r3["ended_at"]  # the exclusive goal waited for the read-only one
+
+
 def test_planner_node_reaches_finish_through_the_ros_client(ros, tmp_path):
     toolkit_node(ros, tmp_path)
     look = tmp_path / "look.jsonl"
@@ -136,6 +154,33 @@ def test_planner_node_reaches_finish_through_the_ros_client(ros, tmp_path):
     second = read_steps(tmp_path / "node" / "task-003" / "steps.jsonl")
     # The replay calls finish itself only when the toolkit has no finish yet: the old one was cleared.
     assert [s["tool"] for s in second] == ["get_state", "finish"]
+
+
+def test_ros_cancel_stops_a_franky_sim_motion(ros, tmp_path):
+    node = ros(ToolkitNode(parameter_overrides=[
+        Parameter("robot", value="franka"), Parameter("sim", value=True), Parameter("video_fps", value=0.0),
+        Parameter("output_dir", value=str(tmp_path / "franka")),
+    ]))
+    remote = client(ros)
+    runtime = node.runtime_kwargs["runtime"]
+    start = runtime.arm().state().pose.position
+    stages: list[str] = []
+    moving = remote.submit("move_to", {"x_m": 0.45, "y_m": 0.25, "z_m": 0.45, "speed_factor": 0.05},
+                           on_stage=lambda s, m, p: stages.append(s))
+    pause = threading.Event()
+    for _ in range(1500):  # bounded wait (30 s) until the arm is visibly moving
+        if math.dist(runtime.arm().state().pose.position, start) > 0.01:
+            break
+        pause.wait(0.02)
+    assert moving.cancel()
+    result = moving.result(timeout=30)
+    assert result.is_error and "cancelled" in result.error
+    assert moving.status == GoalStatus.STATUS_CANCELED
+    pause.wait(1.0)  # franky-sim's PD controller settles a stopped arm within ~0.5 s
+    settled = runtime.arm().state().pose.position
+    assert math.dist(settled, (0.45, 0.25, 0.45)) > 0.05  # stopped well short of the target
+    pause.wait(0.5)
+    assert math.dist(runtime.arm().state().pose.position, settled) < 0.002  # and holds still
 
 
 def test_mcp_bridge_node_serves_a_remote_tool(ros, tmp_path):
