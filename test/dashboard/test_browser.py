@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from browser_support import CHROMIUM, SHOTS, WAIT_MS, open_dashboard, shot
-from conftest import TOY_RECIPE
+from dashboard_support import TOY_RECIPE
 from fakes import FakeModelServer, Reply, Text, ToolUse
 
 pytestmark = [

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from browser_support import CHROMIUM, WAIT_MS, open_dashboard, shot
-from conftest import REPO, Served
+from dashboard_support import REPO, Served
 
 from rpent.cli.main import build_parser
 from rpent.dashboard.cli import DashboardServer

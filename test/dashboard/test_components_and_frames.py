@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import TOY_RECIPE, toy_args
+from dashboard_support import TOY_RECIPE, toy_args
 from PIL import Image
 
 from rpent.dashboard.frames import FrameHub

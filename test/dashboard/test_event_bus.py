@@ -7,7 +7,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import Served
+from dashboard_support import Served
 
 from rpent.dashboard.bus import EventBus
 

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import REPO, TOY_RECIPE
+from dashboard_support import REPO, TOY_RECIPE
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
 SERVE = """
 import sys
 sys.path.insert(0, {test_dir!r})
-from conftest import toy_args
+from dashboard_support import toy_args
 from rpent.cli.logs import setup_console
 from rpent.dashboard.cli import serve_dashboard
 from rpent.robot import load_robot

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import TOY_RECIPE
+from dashboard_support import TOY_RECIPE
 
 from rpent.dashboard.cli import DashboardServer
 from rpent.dashboard.interaction import OperatorInteraction, StaleRequest, interaction_from

@@ -279,7 +279,7 @@ def test_stdio_client_drives_the_toy_robot_to_a_finish(tmp_path: Path, mode: str
             return names, await solve(client)
 
     names, results = run(main())
-    assert names[:6] == ["move_to", "grasp", "release", "get_state", "capture_image", "finish"]
+    assert names[:7] == ["move_to", "grasp", "release", "get_state", "capture_image", "observe", "finish"]
     assert [r.is_error for r in results] == [False] * len(TOY_SOLUTION)
     steps = read_steps(out)
     assert [s["tool"] for s in steps] == TOY_SOLUTION_NAMES

@@ -31,7 +31,7 @@ from rpent.mcp.agent import CANCELLED_TEXT
 
 pytestmark = pytest.mark.timeout(90)
 
-TOY_TOOL_NAMES = ["move_to", "grasp", "release", "get_state", "capture_image", "finish",
+TOY_TOOL_NAMES = ["move_to", "grasp", "release", "get_state", "capture_image", "observe", "finish",
                   "read_text_file", "write_text_file", "list_dir"]
 PING = {"name": "ping", "description": "Answer pong.", "input_schema": {"type": "object", "properties": {
     "word": {"type": "string"}}}}
