@@ -80,7 +80,10 @@ class Toolkit:
         # A toolkit that does not override the capture hook has nothing to observe: skip the stage.
         self._observes = type(self)._capture_observation is not Toolkit._capture_observation
 
-        self._cond = threading.Condition(threading.Lock())
+        # One lock guards the scheduler; hot paths take it directly (a Condition's `with` is a Python
+        # call); the Condition on the same lock only serves threads waiting for the toolkit to drain.
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
         self._pending: list[ToolCall] = []
         self._active: dict[int, ToolCall] = {}
         self._exclusive_active = False
@@ -133,7 +136,7 @@ class Toolkit:
         return call
 
     def cancel(self, call_id: int, reason: str = "cancelled") -> bool:
-        with self._cond:
+        with self._lock:
             call = self._active.get(call_id) or next((c for c in self._pending if c.id == call_id), None)
         return call.cancel(reason) if call is not None else False
 
@@ -143,7 +146,7 @@ class Toolkit:
         Returns False if running calls had not finished within `timeout`. Call `resume_calls()`
         to admit calls again.
         """
-        with self._cond:
+        with self._lock:
             if self._admission == _OPEN:
                 self._admission = _PAUSED
             dropped, self._pending = self._pending, []
@@ -157,7 +160,7 @@ class Toolkit:
 
     def _wait_idle(self, timeout: float | None) -> bool:
         deadline = None if timeout is None else time.monotonic() + timeout
-        with self._cond:
+        with self._lock:
             self._drain_waiters += 1
             try:
                 while self._active or self._pending:
@@ -170,7 +173,7 @@ class Toolkit:
         return True
 
     def resume_calls(self) -> None:
-        with self._cond:
+        with self._lock:
             if self._admission == _PAUSED:
                 self._admission = _OPEN
                 self._dispatch()
@@ -200,7 +203,7 @@ class Toolkit:
 
     def close(self, timeout: float | None = None) -> Path | None:
         """Refuse new calls for good, let queued and running ones finish, then save the episode video."""
-        with self._cond:
+        with self._lock:
             self._admission = _CLOSED
             if self._closed_once:
                 return self._episode_if_any()
@@ -258,7 +261,7 @@ class Toolkit:
         except ToolArgumentError as exc:
             self._reject(call, str(exc))
             return call
-        with self._cond:
+        with self._lock:
             if self._admission != _OPEN:
                 state = "closed" if self._admission == _CLOSED else "paused (calls were cancelled by the operator)"
                 error = f"toolkit is {state}; '{name}' was not run"
@@ -323,7 +326,7 @@ class Toolkit:
             log.exception("call %d (%s) failed inside the executor", call.id, call.name)
             result = ToolResult(error=f"internal error: {type(exc).__name__}: {exc}")
         finally:
-            with self._cond:
+            with self._lock:
                 del self._active[call.id]
                 if call.exclusive:
                     self._exclusive_active = False
@@ -333,7 +336,7 @@ class Toolkit:
         call._finish(result)
 
     def _cancel_call(self, call: ToolCall, reason: str) -> bool:
-        with self._cond:
+        with self._lock:
             if call.done():
                 return False
             queued = call in self._pending
@@ -361,7 +364,7 @@ class Toolkit:
         call.stage = "running"
         if call._on_stage is not None:
             call._set_stage("running")
-        kwargs = dict(model.__dict__)
+        kwargs = model.__dict__  # handlers get keyword copies; nothing writes to this dict
         arguments_json = model.model_dump(mode="json") if recording else None
         if self._events_on:
             self._publish("tool_started", {"call_id": call.id, "tool": call.name, "arguments": arguments_json})
