@@ -18,8 +18,9 @@ from types import FrameType, ModuleType
 import uvicorn
 
 from rpent.dashboard.app import create_app
-from rpent.dashboard.options import DEFAULT_PORT, TOKEN_ENV, add_dashboard_args, is_loopback
+from rpent.dashboard.options import DEFAULT_PORT, TOKEN_ENV, add_dashboard_args
 from rpent.dashboard.session import DashboardSession
+from rpent.loopback import is_loopback
 from rpent.robot import ConfigError, RobotSpec
 
 log = logging.getLogger("rpent.dashboard")

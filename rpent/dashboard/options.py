@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import ipaddress
 
 DEFAULT_PORT = 8765
 TOKEN_ENV = "RPENT_DASHBOARD_TOKEN"
@@ -29,12 +28,3 @@ def add_dashboard_args(parser: argparse.ArgumentParser) -> None:
                        help=f"dashboard port (default {DEFAULT_PORT}; 0 picks a free one)")
     group.add_argument("--dashboard-token",
                        help=f"token a browser must present off loopback (default ${TOKEN_ENV}, else a random one printed at start)")
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False

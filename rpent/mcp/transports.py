@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import logging
 import os
 import socket
@@ -16,20 +15,12 @@ from typing import Any
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
+from rpent.loopback import is_loopback, listen
+
 log = logging.getLogger(__name__)
 
 DEFAULT_HOST = "127.0.0.1"
 MCP_PATH = "/mcp"
-
-
-def is_loopback(host: str) -> bool:
-    """True for 127.0.0.0/8, ::1 and 'localhost'."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def check_host(host: str, *, allow_remote: bool) -> None:
@@ -54,15 +45,7 @@ async def serve_stdio(server: Server[Any]) -> None:
 
 def bind_socket(host: str, port: int) -> socket.socket:
     """A listening TCP socket; port 0 picks a free port (read it back with getsockname)."""
-    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host.strip("[]"), port))
-    except OSError:
-        sock.close()
-        raise
-    sock.listen(128)
+    sock = listen(host, port)
     sock.set_inheritable(True)
     return sock
 

@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from rpent.loopback import is_loopback
 from rpent.rpc.errors import EndpointError
 
 Protocol = Literal["http", "socket"]
@@ -39,12 +40,7 @@ class Endpoint:
         Hostnames other than ``localhost`` are not resolved: a name could point anywhere,
         so it counts as non-loopback.
         """
-        if self.host.lower() == "localhost":
-            return True
-        try:
-            return ipaddress.ip_address(self.host).is_loopback
-        except ValueError:
-            return False
+        return is_loopback(self.host)
 
 
 def _check_host(host: str, text: str) -> None:

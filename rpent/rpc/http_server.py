@@ -25,8 +25,7 @@ from rpent.rpc import codec
 from rpent.rpc.endpoint import Endpoint
 from rpent.rpc.facade import MethodNotFound, RemoteFailure, RpcFacade
 from rpent.rpc.framing import DEFAULT_MAX_FRAME_BYTES
-from rpent.rpc.server_base import RpcServer, check_bind_allowed
-from rpent.rpc.socket_server import bind_listener
+from rpent.rpc.server_base import RpcServer
 
 _JSON = "application/json"
 
@@ -44,13 +43,8 @@ class HttpRpcServer(RpcServer):
         trust_network: bool = False,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
     ) -> None:
-        if endpoint.protocol != "http":
-            raise ValueError(f"HttpRpcServer needs an http:// endpoint, got {endpoint}")
-        check_bind_allowed(endpoint, trust_network=trust_network)
-        super().__init__(facade)
+        super().__init__(facade, endpoint, protocol="http", trust_network=trust_network)
         self.max_body_bytes = max_frame_bytes
-        self._listener = bind_listener(endpoint)
-        self.endpoint = endpoint.with_port(self._listener.getsockname()[1])
         app = Starlette(
             routes=[
                 Route("/call", self._call, methods=["POST"]),

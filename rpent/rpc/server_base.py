@@ -6,6 +6,7 @@ import logging
 import threading
 from abc import ABC, abstractmethod
 
+from rpent.loopback import listen
 from rpent.rpc.endpoint import Endpoint
 from rpent.rpc.facade import RpcFacade
 
@@ -30,7 +31,13 @@ class RpcServer(ABC):
 
     endpoint: Endpoint
 
-    def __init__(self, facade: RpcFacade) -> None:
+    def __init__(self, facade: RpcFacade, endpoint: Endpoint, *, protocol: str, trust_network: bool) -> None:
+        """Check the endpoint and bind its port now, so the port listens before `start()`."""
+        if endpoint.protocol != protocol:
+            raise ValueError(f"{type(self).__name__} needs a {protocol}:// endpoint, got {endpoint}")
+        check_bind_allowed(endpoint, trust_network=trust_network)
+        self._listener = listen(endpoint.host, endpoint.port)
+        self.endpoint = endpoint.with_port(self._listener.getsockname()[1])
         self.facade = facade
         self._stopped = threading.Event()
         self._stop_lock = threading.Lock()

@@ -15,14 +15,9 @@ from typing import Any
 from rpent.rpc.endpoint import Endpoint
 from rpent.rpc.facade import RemoteFailure, RpcFacade
 from rpent.rpc.framing import DEFAULT_MAX_FRAME_BYTES, ConnectionClosed, FrameError, recv_frame, send_frame
-from rpent.rpc.server_base import RpcServer, check_bind_allowed
+from rpent.rpc.server_base import RpcServer
 
 log = logging.getLogger(__name__)
-
-
-def bind_listener(endpoint: Endpoint) -> socket.socket:
-    family = socket.AF_INET6 if ":" in endpoint.host else socket.AF_INET
-    return socket.create_server((endpoint.host, endpoint.port), family=family, backlog=128)
 
 
 class SocketRpcServer(RpcServer):
@@ -34,13 +29,8 @@ class SocketRpcServer(RpcServer):
         trust_network: bool = False,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
     ) -> None:
-        if endpoint.protocol != "socket":
-            raise ValueError(f"SocketRpcServer needs a socket:// endpoint, got {endpoint}")
-        check_bind_allowed(endpoint, trust_network=trust_network)
-        super().__init__(facade)
+        super().__init__(facade, endpoint, protocol="socket", trust_network=trust_network)
         self.max_frame_bytes = max_frame_bytes
-        self._listener = bind_listener(endpoint)
-        self.endpoint = endpoint.with_port(self._listener.getsockname()[1])
         self._conns: set[socket.socket] = set()
         self._threads: set[threading.Thread] = set()
         self._conns_lock = threading.Lock()
