@@ -73,7 +73,8 @@ class FrankaSpec(RobotSpec):
             update["require_approval"] = True
         franka = franka.model_copy(update=update)
         try:
-            franka.safety()
+            # Read once here: it validates the file before anything starts, and init_runtime needs it.
+            require_approval = franka.safety().default.require_approval
         except (ValueError, OSError) as exc:
             raise ConfigError(f"--safety-file: {exc}") from None
         video_fps = getattr(args, "video_fps", 3.0)
@@ -81,7 +82,7 @@ class FrankaSpec(RobotSpec):
             raise ConfigError(f"--video-fps: must be between 0 and 30, got {video_fps}")
         config = self.base_config(args, arms=", ".join(a.name for a in franka.arms))
         config.options.update(
-            franka=franka, sim=bool(getattr(args, "sim", False)), video_fps=video_fps,
+            franka=franka, sim=bool(getattr(args, "sim", False)), video_fps=video_fps, require_approval=require_approval,
             target_object=getattr(args, "target_object", "cube"),
         )
         return config
@@ -93,7 +94,7 @@ class FrankaSpec(RobotSpec):
 
         approval = getattr(events, "approval_channel", None)
         franka = config.options["franka"]
-        if approval is None and franka.safety().default.require_approval:
+        if approval is None and config.options["require_approval"]:
             from robots.franka.approval import CliApprovalChannel
 
             approval = CliApprovalChannel()

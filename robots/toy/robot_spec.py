@@ -47,8 +47,9 @@ class ToySpec(RobotSpec):
         if not 0 < speed <= 2:
             raise ConfigError(f"--speed: must be > 0 and <= 2 m/s, got {speed}")
         target = getattr(args, "target_block", "red")
-        if target not in ToyWorld().blocks:
-            raise ConfigError(f"--target-block: must be one of {sorted(ToyWorld().blocks)}, got {target!r}")
+        blocks = sorted(ToyWorld().blocks)
+        if target not in blocks:
+            raise ConfigError(f"--target-block: must be one of {blocks}, got {target!r}")
         config = self.base_config(args)
         config.options.update(speed_m_s=speed, target_block=target)
         return config
