@@ -67,10 +67,6 @@ class ToolResult:
         text = json.dumps(self.to_dict(), ensure_ascii=False, default=_json_default)
         return truncate_utf8(text, limit_bytes)
 
-    @classmethod
-    def failure(cls, message: str, **data: Any) -> ToolResult:
-        return cls(data=dict(data), error=message)
-
 
 def finish_payload(*, status: str, summary: str, **extra: Any) -> dict[str, Any]:
     """The data a robot's finish tool returns; the executor stores it (minus the marker) as finish_result."""

@@ -252,14 +252,14 @@ class Toolkit:
             call._done = _latch()
         tool = self._tools.get(name)
         if tool is None:
-            self._reject(call, f"unknown tool '{name}' (available: {', '.join(self._tools)})")
+            self._finish_unstarted(call, f"unknown tool '{name}' (available: {', '.join(self._tools)})")
             return call
         call.tool = tool
         call.exclusive = not tool.readonly
         try:
             call.model = tool.validate(arguments if type(arguments) is dict else _as_mapping(arguments, name))
         except ToolArgumentError as exc:
-            self._reject(call, str(exc))
+            self._finish_unstarted(call, str(exc))
             return call
         with self._lock:
             if self._admission != _OPEN:
@@ -273,13 +273,10 @@ class Toolkit:
                 if not call._admitted:
                     call._gate = _latch()
         if error is not None:
-            self._reject(call, error)
+            self._finish_unstarted(call, error)
         elif call._on_stage is not None:
             call._set_stage("queued")
         return call
-
-    def _reject(self, call: ToolCall, error: str) -> None:
-        self._finish_unstarted(call, error)
 
     def _finish_unstarted(self, call: ToolCall, error: str) -> None:
         now = time.time()
