@@ -6,11 +6,10 @@
     ros2 launch rpent dual_franka.launch.py use_sim:=true mcp_bridge:=true mcp_port:=8765
 """
 
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
-from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 from launch import LaunchDescription
+from rpent_ros.launch_helpers import describe, planner_and_bridge
 
 ARGUMENTS = [
     ("use_sim", "false", "true: start franky-sim with two arms on 127.0.0.1/127.0.0.2 and simulated cameras"),
@@ -20,19 +19,13 @@ ARGUMENTS = [
     ("safety_file", "", "safety envelope YAML (default: config/franka_safety.yaml)"),
     ("approve_motions", "false", "true: every motion waits for operator approval"),
     ("output_dir", "", "where the toolkit node writes the run record (default runs/<robot>-<time>)"),
-    ("planner", "none", "none | api | claude_code | codex | replay: start a planner node against the toolkit"),
-    ("task", "", "task for the planner (default: the robot's default task)"),
-    ("recipe", "", "recipe JSONL for planner:=replay"),
-    ("mcp_bridge", "false", "true: serve the toolkit's tools over MCP (streamable HTTP on 127.0.0.1)"),
-    ("mcp_port", "8765", "port of the MCP bridge"),
     ("rviz", "false", "true: start rviz2 with config/rpent.rviz"),
 ]
 
 
-def _nodes(context, *args, **kwargs):
+def _nodes(get):
     from ament_index_python.packages import get_package_share_directory
 
-    get = lambda name: LaunchConfiguration(name).perform(context)  # noqa: E731
     use_sim = get("use_sim").lower() == "true"
     mode = get("runtime_mode")
     ips = {"left": "127.0.0.1", "right": "127.0.0.2"} if use_sim else {"left": get("left_ip"), "right": get("right_ip")}
@@ -56,16 +49,7 @@ def _nodes(context, *args, **kwargs):
     if get("output_dir"):
         toolkit_params["output_dir"] = get("output_dir")
     nodes.append(Node(package="rpent", executable="toolkit_node", name="toolkit", parameters=[toolkit_params], output="screen"))
-    planner = get("planner")
-    if planner != "none":
-        planner_params = {"robot": "dual_franka", "planner": planner, "toolkit_namespace": "/toolkit"}
-        for key in ("task", "recipe"):
-            if get(key):
-                planner_params[key] = get(key)
-        nodes.append(Node(package="rpent", executable="planner_node", name="planner", parameters=[planner_params], output="screen"))
-    if get("mcp_bridge").lower() == "true":
-        nodes.append(Node(package="rpent", executable="mcp_bridge_node", name="mcp_bridge", output="screen",
-                          parameters=[{"transport": "http", "port": int(get("mcp_port")), "toolkit_namespace": "/toolkit"}]))
+    nodes += planner_and_bridge(get, "dual_franka")
     if get("rviz").lower() == "true":
         rviz_config = f"{get_package_share_directory('rpent')}/config/rpent.rviz"
         nodes.append(Node(package="rviz2", executable="rviz2", arguments=["-d", rviz_config], output="screen"))
@@ -73,7 +57,4 @@ def _nodes(context, *args, **kwargs):
 
 
 def generate_launch_description() -> LaunchDescription:
-    return LaunchDescription(
-        [DeclareLaunchArgument(name, default_value=default, description=text) for name, default, text in ARGUMENTS]
-        + [OpaqueFunction(function=_nodes)]
-    )
+    return LaunchDescription(describe(ARGUMENTS, _nodes))
