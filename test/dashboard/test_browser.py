@@ -28,7 +28,9 @@ def test_start_a_task_from_the_form_and_watch_frames_and_timeline(served_factory
     open_dashboard(page, served)
     assert page.inner_text("[data-testid=components]").count("ready") == 1
     # The live camera view shows a picture before any task runs.
-    page.wait_for_function("document.querySelector('[data-testid=frame-top]').naturalWidth > 0", timeout=WAIT_MS)
+    # data-frame is set in the load handler, which runs after naturalWidth is already known.
+    page.wait_for_function("(img => img.naturalWidth > 0 && img.dataset.frame !== undefined)"
+                           "(document.querySelector('[data-testid=frame-top]'))", timeout=WAIT_MS)
     first_frame = int(page.get_attribute("[data-testid=frame-top]", "data-frame"))
     page.fill("#field-task", "Put the red block in the bin, gently.")
     shot(page, "01-ready")

@@ -139,11 +139,13 @@ function showFrame({ channel, n }) {
   if (!img || f.loading) return;
   f.loading = true;
   const shown = f.next;
-  img.onload = img.onerror = () => {
+  const done = (loaded) => {
     f.loading = false;
-    img.dataset.frame = String(shown);
+    if (loaded) img.dataset.frame = String(shown);  // the counter of the picture actually on screen
     if (f.next > shown) showFrame({ channel, n: f.next });
   };
+  img.onload = () => done(true);
+  img.onerror = () => done(false);
   img.src = `/frames/${encodeURIComponent(channel)}.jpg?v=${shown}`;
 }
 
