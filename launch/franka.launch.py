@@ -2,12 +2,13 @@
 
     ros2 launch rpent franka.launch.py use_sim:=true
     ros2 launch rpent franka.launch.py config:=/path/franka.yaml planner:=api task:="Pick up the red cube."
+    ros2 launch rpent franka.launch.py use_sim:=true dashboard:=true      # operator page at http://127.0.0.1:8080/
 """
 
 from launch_ros.actions import Node
 
 from launch import LaunchDescription
-from rpent_ros.launch_helpers import describe, planner_and_bridge
+from rpent_ros.launch_helpers import DASHBOARD_ARGUMENTS, dashboard_node, dashboard_on, describe, planner_and_bridge
 
 ARGUMENTS = [
     ("use_sim", "false", "true: franky-sim in the toolkit node's process, simulated cameras"),
@@ -19,13 +20,16 @@ ARGUMENTS = [
 
 def _nodes(get):
     params = {"robot": "franka", "runtime_mode": "inprocess", "sim": get("use_sim").lower() == "true",
-              "approve_motions": get("approve_motions").lower() == "true"}
+              "approve_motions": get("approve_motions").lower() == "true", "action_clips": dashboard_on(get)}
     for key in ("config", "output_dir", "task"):
         if get(key):
             params[key] = get(key)
     toolkit = Node(package="rpent", executable="toolkit_node", name="toolkit", parameters=[params], output="screen")
-    return [toolkit, *planner_and_bridge(get, "franka")]
+    nodes = [toolkit, *planner_and_bridge(get, "franka")]
+    if dashboard_on(get):  # the cameras live inside the toolkit node: the views are its observation images
+        nodes.append(dashboard_node(get, "franka"))
+    return nodes
 
 
 def generate_launch_description() -> LaunchDescription:
-    return LaunchDescription(describe(ARGUMENTS, _nodes))
+    return LaunchDescription(describe(ARGUMENTS, _nodes, DASHBOARD_ARGUMENTS))

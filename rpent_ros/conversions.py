@@ -10,8 +10,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from rpent.tools import Tool, ToolResult
-from rpent.tools.images import decode_png
 from rpent.tools.result import _json_default
 
 #: Feedback stages a CallTool goal reports, in order.
@@ -89,19 +90,16 @@ def event_fields(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def rgb_image_fields(png: bytes) -> dict[str, Any]:
-    """sensor_msgs/Image fields (rgb8) for a PNG, for rviz's Image display."""
-    array = decode_png(png)
+def image_encoding(frame: np.ndarray) -> tuple[np.ndarray, str]:
+    """The pixels and sensor_msgs/Image encoding a camera frame is published with: HxWx3 or HxWx4
+    uint8 -> rgb8 (alpha dropped: rviz and most subscribers take rgb8), HxW or HxWx1 uint8 -> mono8."""
+    array = np.asarray(frame)
+    if array.dtype != np.uint8:
+        raise ValueError(f"image: must be uint8 (rgb8 or mono8), got {array.dtype}")
+    if array.ndim == 3 and array.shape[2] == 1:
+        array = array[:, :, 0]
     if array.ndim == 2:
-        encoding, step = "mono8", array.shape[1]
-    else:
-        array = array[:, :, :3]
-        encoding, step = "rgb8", array.shape[1] * 3
-    return {
-        "height": int(array.shape[0]),
-        "width": int(array.shape[1]),
-        "encoding": encoding,
-        "is_bigendian": 0,
-        "step": int(step),
-        "data": array.tobytes(),
-    }
+        return array, "mono8"
+    if array.ndim == 3 and array.shape[2] in (3, 4):
+        return array[:, :, :3], "rgb8"
+    raise ValueError(f"image: must be HxW, HxWx1, HxWx3 or HxWx4, got shape {array.shape}")

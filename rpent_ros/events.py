@@ -10,19 +10,20 @@ from rclpy.node import Node
 from sensor_msgs.msg import Image
 
 from rpent.msg import ToolEvent
-from rpent_ros.conversions import event_fields, rgb_image_fields
+from rpent_ros.conversions import event_fields
+from rpent_ros.image_msgs import png_to_image_msg
 
 log = logging.getLogger(__name__)
 
 
 class RosEventSink:
-    """A DashboardEventSink that publishes on ROS topics (no per-action clips)."""
+    """A DashboardEventSink that publishes on ROS topics; per-action clips only when a dashboard wants them."""
 
     enabled = True
-    clips = False
 
-    def __init__(self, node: Node, max_images: int = 4) -> None:
+    def __init__(self, node: Node, max_images: int = 4, clips: bool = False) -> None:
         self.node = node
+        self.clips = clips
         self.events = node.create_publisher(ToolEvent, "~/events", 50)
         self.images = [node.create_publisher(Image, f"~/observation/image_{i}", 2) for i in range(max_images)]
 
@@ -33,11 +34,8 @@ class RosEventSink:
         if kind == "tool_finished":
             for publisher, path in zip(self.images, payload.get("images") or [], strict=False):
                 try:
-                    fields = rgb_image_fields(Path(path).read_bytes())
+                    image = png_to_image_msg(Path(path).read_bytes(), stamp=msg.stamp, frame_id="camera")
                 except (OSError, ValueError) as exc:
                     log.warning("observation image %s not published: %s", path, exc)
                     continue
-                image = Image(**fields)
-                image.header.stamp = msg.stamp
-                image.header.frame_id = "camera"
                 publisher.publish(image)

@@ -1,4 +1,4 @@
-"""What every RPent launch file offers besides its robot: a planner node and an MCP bridge, on request."""
+"""What RPent launch files offer besides the robot: a planner node, an MCP bridge and a dashboard, on request."""
 
 from __future__ import annotations
 
@@ -19,11 +19,31 @@ PLANNER_ARGUMENTS: list[Argument] = [
     ("mcp_port", "8765", "port of the MCP bridge"),
 ]
 
+DASHBOARD_ARGUMENTS: list[Argument] = [
+    ("dashboard", "false", "true: serve the operator dashboard on 127.0.0.1 (its tasks use `planner`, default api; "
+                           "no planner node is started then)"),
+    ("dashboard_port", "8080", "port of the dashboard"),
+]
+
+
+def dashboard_on(get: Callable[[str], str]) -> bool:
+    return get("dashboard").lower() == "true"
+
+
+def dashboard_node(get: Callable[[str], str], robot: str, cameras_node: str = "") -> Node:
+    """The dashboard against /toolkit; camera views from `/<cameras_node>/<channel>/image_raw`."""
+    planner = get("planner") if get("planner") != "none" else "api"
+    params: dict[str, Any] = {"robot": robot, "planner": planner, "toolkit_namespace": "/toolkit",
+                              "dashboard_port": int(get("dashboard_port")), "cameras_node": cameras_node}
+    if get("recipe"):
+        params["recipe"] = get("recipe")
+    return Node(package="rpent", executable="dashboard_node", name="dashboard", parameters=[params], output="screen")
+
 
 def planner_and_bridge(get: Callable[[str], str], robot: str, **planner_params: Any) -> list[Node]:
     """The optional planner_node and mcp_bridge_node for `robot`, both against /toolkit."""
     nodes = []
-    if get("planner") != "none":
+    if get("planner") != "none" and not dashboard_on(get):
         params = {"robot": robot, "planner": get("planner"), "toolkit_namespace": "/toolkit", **planner_params}
         for key in ("task", "recipe"):
             if get(key):
@@ -35,11 +55,12 @@ def planner_and_bridge(get: Callable[[str], str], robot: str, **planner_params: 
     return nodes
 
 
-def describe(arguments: Sequence[Argument], nodes: Callable[[Callable[[str], str]], list[Any]]) -> list[Any]:
-    """Declare `arguments` (+ the planner ones) and build the nodes from their values at launch time."""
+def describe(arguments: Sequence[Argument], nodes: Callable[[Callable[[str], str]], list[Any]],
+             extra: Sequence[Argument] = ()) -> list[Any]:
+    """Declare `arguments` (+ the planner ones and `extra`) and build the nodes from their values at launch time."""
 
     def build(context: Any, *args: Any, **kwargs: Any) -> list[Any]:
         return nodes(lambda name: LaunchConfiguration(name).perform(context))
 
-    declared = [DeclareLaunchArgument(n, default_value=d, description=t) for n, d, t in [*arguments, *PLANNER_ARGUMENTS]]
+    declared = [DeclareLaunchArgument(n, default_value=d, description=t) for n, d, t in [*arguments, *PLANNER_ARGUMENTS, *extra]]
     return [*declared, OpaqueFunction(function=build)]

@@ -16,6 +16,7 @@ from rpent.robot import ConfigError, RobotSpec
 # Parameters of the node itself (ours, and those every rclpy node has); they are not robot flags.
 NODE_PARAMETERS = (
     "robot", "runtime_mode", "cameras_node", "publish_rate_hz", "use_sim_time", "start_type_description_service",
+    "action_clips", "toolkit_namespace", "frame_topics",
 )
 
 
@@ -61,3 +62,21 @@ def _convert(action: argparse.Action, name: str, value: Any) -> Any:
     if action.choices is not None and converted not in action.choices:
         raise ConfigError(f"parameter {name}: must be one of {list(action.choices)}, got {value!r}")
     return converted
+
+
+def frame_topics(channels: list[str], entries: list[str], toolkit_namespace: str, cameras_node: str) -> dict[str, str]:
+    """Topic per frame channel: `channel=topic` entries first, then `/<cameras_node>/<channel>/image_raw`,
+    else the toolkit node's observation images in channel order."""
+    topics: dict[str, str] = {}
+    for entry in entries:
+        name, sep, topic = entry.partition("=")
+        if not sep or not name or not topic:
+            raise ConfigError(f"parameter frame_topics: entries must look like 'channel=/topic', got {entry!r}")
+        if name not in channels:
+            raise ConfigError(f"parameter frame_topics: unknown frame channel {name!r} (channels: {', '.join(channels)})")
+        topics[name] = topic
+    for index, name in enumerate(channels):
+        if name not in topics:
+            topics[name] = (f"/{cameras_node.strip('/')}/{name}/image_raw" if cameras_node
+                            else f"{toolkit_namespace.rstrip('/')}/observation/image_{index}")
+    return topics

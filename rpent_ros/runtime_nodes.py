@@ -2,11 +2,15 @@
 
     ros2 run rpent franka_sim_node --ros-args -p arms:=2              # franky-sim + its cameras
     ros2 run rpent franka_arm_node --ros-args -p name:=left -p ip:=127.0.0.1
+    ros2 run rpent franka_arm_node --ros-args -p name:=left -p ip:=172.16.0.2 \
+        -p urdf:=/path/fr3.urdf -p base_xyz:="[0.0, 0.3, 0.0]" -p base_rpy:="[0.0, 0.0, 0.0]"
     ros2 run rpent franka_gripper_node --ros-args -p name:=left -p ip:=127.0.0.1
     ros2 run rpent camera_node --ros-args -p name:=front -p device:=0
     ros2 run rpent vla_client_node --ros-args -p endpoint:=socket://127.0.0.1:9100
 
 Every node stops its runtime's motion on shutdown and logs failures with their cause.
+For rviz, an arm node latches its URDF on `/<name>/robot_description` and publishes TF for every
+link (`world -> <name>_link0` from `base_xyz`/`base_rpy`); its gripper node adds the fingers.
 """
 
 from __future__ import annotations
@@ -17,11 +21,13 @@ from collections.abc import Callable
 from typing import Any
 
 import rclpy
+from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 
 from rpent_ros.logging_bridge import forward_python_logging
+from rpent_ros.robot_description import ArmDescription, UrdfError, base_xyz_for, load_arm_description, three_numbers
 from rpent_ros.runtime_server import ARM_METHODS, CAMERA_METHODS, GRIPPER_METHODS, POLICY_METHODS, RuntimeServer
 from rpent_ros.telemetry import ArmTelemetry, CameraTelemetry
 
@@ -78,6 +84,24 @@ def _connect(node: Node, what: str, factory: Callable[[], Any]) -> Any:
             time.sleep(0.5)
 
 
+def _description(node: Node, arm_name: str) -> ArmDescription | None:
+    """The arm's URDF for rviz: parameter `urdf` (a lab's franka_description output), else franky-sim's FR3."""
+    path = str(node.declare_parameter("urdf", "").value)
+    try:
+        return load_arm_description(arm_name, path or None)
+    except UrdfError as exc:
+        if path:  # a file the user named must be usable
+            raise
+        node.get_logger().warning(f"{exc}; rviz gets joint states and frames but no robot model")
+        return None
+
+
+def _vector_parameter(node: Node, name: str, default: tuple[float, float, float]) -> tuple[float, float, float]:
+    # Dynamic typing, so `[0, 1, 0]` (integers) from a launch file is accepted as well as floats.
+    value = node.declare_parameter(name, list(default), ParameterDescriptor(dynamic_typing=True)).value
+    return three_numbers(f"parameter {name}", value)
+
+
 def _safety(node: Node, arm_name: str) -> Any:
     from robots.franka.config import DEFAULT_SAFETY_FILE
     from robots.franka.safety import load_safety_config
@@ -97,11 +121,16 @@ class FrankaArmNode(RuntimeNode):
         envelope = _safety(self, name)
         dynamics = float(self.declare_parameter("dynamics_factor", 0.5).value)
         timeout = float(self.declare_parameter("connect_timeout_s", 10.0).value)
+        # Read (and refuse bad) visualisation parameters before waiting for the robot.
+        description = _description(self, name)
+        base_xyz = _vector_parameter(self, "base_xyz", base_xyz_for(name))  # default: franky-sim's placement
+        base_rpy = _vector_parameter(self, "base_rpy", (0.0, 0.0, 0.0))
+        world_frame = str(self.declare_parameter("world_frame", "world").value)
         arm = _connect(self, f"arm {name} at {ip}", lambda: FrankyArm(
             ip, name=name, envelope=envelope, dynamics_factor=dynamics, connect_timeout_s=timeout,
         ))
         self.serve(name, arm, FRANKA_ARM_METHODS)
-        telemetry = ArmTelemetry(self, name)
+        telemetry = ArmTelemetry(self, name, description, base_xyz=base_xyz, base_rpy=base_rpy, world_frame=world_frame)
         self.every(rate, lambda: telemetry.publish(arm.state()))
         self.get_logger().info(f"arm {name} at {ip}: serving ~/{name}/call")
 
@@ -115,10 +144,15 @@ class FrankaGripperNode(RuntimeNode):
         ip = self.declare_parameter("ip", "172.16.0.2").value
         envelope = _safety(self, name)
         timeout = float(self.declare_parameter("connect_timeout_s", 10.0).value)
+        description = _description(self, name)
+        rate = float(self.declare_parameter("publish_rate_hz", 10.0).value)
         gripper = _connect(self, f"gripper {name} at {ip}", lambda: FrankyGripper(
             ip, name=f"{name}_gripper", envelope=envelope, connect_timeout_s=timeout,
         ))
         self.serve(name, gripper, GRIPPER_METHODS)
+        # Only this node knows the opening, so it publishes the finger joints; the arm node the rest.
+        telemetry = ArmTelemetry(self, name, description, static=False)
+        self.every(rate, lambda: telemetry.publish_gripper(gripper.state().width_m))
         self.get_logger().info(f"gripper {name} at {ip}: serving ~/{name}/call")
 
 

@@ -13,7 +13,7 @@ from rclpy.action import ActionClient
 from rclpy.node import Node
 
 from rpent.action import CallTool
-from rpent.srv import GetStatus, ListTools, NewTask
+from rpent.srv import CloseTask, GetStatus, ListTools, NewTask
 from rpent.tools import ToolResult
 from rpent_ros.conversions import result_from_fields
 
@@ -134,6 +134,7 @@ class RosToolkit:
         self._list = node.create_client(ListTools, f"{self.namespace}/list_tools")
         self._status = node.create_client(GetStatus, f"{self.namespace}/status")
         self._new_task = node.create_client(NewTask, f"{self.namespace}/new_task")
+        self._close_task = node.create_client(CloseTask, f"{self.namespace}/close_task")
         self._active: set[RemoteCall] = set()
         self._lock = threading.Lock()
         self._tools: list[RemoteTool] | None = None
@@ -185,6 +186,20 @@ class RosToolkit:
         if not response.ok:
             raise RemoteError(f"{self.namespace}/new_task: {response.error}")
         return response.output_dir
+
+    def close_task(self, recipe_tag: str = "") -> dict[str, str]:
+        """Close the node's current record (recipe under `recipe_tag` when given); the node opens a fresh one.
+
+        Returns output_dir, episode, recipe (empty strings for what was not written) and error.
+        """
+        if not self._close_task.wait_for_service(timeout_sec=self.timeout_s):
+            raise RemoteError(f"{self.namespace}/close_task is not available")
+        response = _wait(self._close_task.call_async(CloseTask.Request(recipe_tag=recipe_tag)), 120,
+                         f"{self.namespace}/close_task")
+        if not response.ok and not response.output_dir:
+            raise RemoteError(f"{self.namespace}/close_task: {response.error}")
+        return {"output_dir": response.output_dir, "episode": response.episode, "recipe": response.recipe,
+                "error": response.error}
 
     def resume_calls(self) -> None:
         """Admission is the node's business; nothing to reopen on the client side."""

@@ -30,7 +30,7 @@ from rpent.action import CallTool
 from rpent.cli.logs import FanOutSink, ProgressSink
 from rpent.cli.run import default_output_dir
 from rpent.robot import load_robot
-from rpent.srv import GetStatus, ListTools, NewTask
+from rpent.srv import CloseTask, GetStatus, ListTools, NewTask
 from rpent.tools import ToolCall, ToolResult
 from rpent_ros.conversions import GoalError, feedback_fields, parse_goal, result_fields, tools_json
 from rpent_ros.events import RosEventSink
@@ -52,7 +52,10 @@ class ToolkitNode(Node):
             namespace.output_dir = str(default_output_dir(self.spec.name))
         self.config = self.spec.parse_config(namespace)
         self._base_output_dir = self.config.output_dir
-        self.events = FanOutSink(ProgressSink(log), RosEventSink(self))
+        # action_clips: per-action MP4 clips for a dashboard that links them from its timeline.
+        clips = bool(self.get_parameter_or("action_clips", Parameter("action_clips", value=False)).value)
+        self.ros_events = RosEventSink(self, clips=clips)
+        self.events = FanOutSink(ProgressSink(log), self.ros_events)
         self.runtime_mode = self.get_parameter_or("runtime_mode", Parameter("runtime_mode", value="inprocess")).value
         self.runtime_kwargs: dict[str, Any] = {}
         if self.runtime_mode == "inprocess":
@@ -79,6 +82,7 @@ class ToolkitNode(Node):
         self.create_service(ListTools, "~/list_tools", self._list_tools, callback_group=group)
         self.create_service(GetStatus, "~/status", self._status, callback_group=group)
         self.create_service(NewTask, "~/new_task", self._new_task, callback_group=group)
+        self.create_service(CloseTask, "~/close_task", self._close_task, callback_group=group)
         self._tasks = 1
         self.get_logger().info(
             f"robot '{self.spec.name}': {len(self._servers) - 1} tools served; record in {self.config.output_dir}"
@@ -153,8 +157,7 @@ class ToolkitNode(Node):
     def _new_task(self, request: NewTask.Request, response: NewTask.Response) -> NewTask.Response:
         """Close the current record and start a fresh toolkit, so the next planner starts clean."""
         with self._lock:
-            self._tasks += 1
-            output_dir = request.output_dir or str(self._base_output_dir / f"task-{self._tasks:03d}")
+            output_dir = request.output_dir or str(self._next_default_dir())
             old = self.toolkit
             try:
                 old.close(timeout=60)  # lets running calls finish; saves the video
@@ -167,6 +170,36 @@ class ToolkitNode(Node):
                 return response
         response.ok, response.output_dir = True, output_dir
         self.get_logger().info(f"new task: record in {output_dir}")
+        return response
+
+    def _next_default_dir(self) -> Path:
+        self._tasks += 1
+        return self._base_output_dir / f"task-{self._tasks:03d}"
+
+    def _close_task(self, request: CloseTask.Request, response: CloseTask.Response) -> CloseTask.Response:
+        """Write the recipe (if tagged), close the record, open a fresh one; then announce it on ~/events."""
+        with self._lock:
+            old, closed_dir = self.toolkit, self.config.output_dir
+            recipe = episode = None
+            try:
+                recipe = old.write_recipe(request.recipe_tag) if request.recipe_tag else None
+            except Exception as exc:
+                response.error = f"recipe not written: {type(exc).__name__}: {exc}"
+            try:
+                episode = old.close(timeout=60)
+                self.config.output_dir = self._next_default_dir()
+                self.toolkit = self.robot.get_toolkit(
+                    runtime_kwargs=self.runtime_kwargs, dashboard_events=self.events, config=self.config
+                )
+            except Exception as exc:
+                response.ok, response.error = False, f"{type(exc).__name__}: {exc}"
+                return response
+        response.ok = not response.error
+        response.output_dir, response.episode, response.recipe = str(closed_dir), str(episode or ""), str(recipe or "")
+        # Same publisher as the tool events, reliable and in order: a client that sees this event has
+        # seen every event of the closed record.
+        self.ros_events.publish("task_closed", {"output_dir": response.output_dir, "episode": response.episode,
+                                                "recipe": response.recipe})
         return response
 
     def _status(self, request: GetStatus.Request, response: GetStatus.Response) -> GetStatus.Response:

@@ -25,7 +25,7 @@ from rpent.robot import ConfigError, RobotSpec
 
 log = logging.getLogger("rpent.dashboard")
 
-__all__ = ["DashboardServer", "add_dashboard_args", "serve_dashboard"]
+__all__ = ["DashboardServer", "add_dashboard_args", "serve_dashboard", "serve_session"]
 
 
 class _Server(uvicorn.Server):
@@ -104,17 +104,21 @@ class DashboardServer:
 
 def serve_dashboard(args: argparse.Namespace, spec: RobotSpec, robot_module: ModuleType) -> int:
     """Start the shared runtime, serve the dashboard until Ctrl-C, then stop everything. Exit code."""
+    session = DashboardSession(args=args, spec=spec, robot=robot_module, output_root=Path(args.output_dir))
+    return serve_session(args, session)
+
+
+def serve_session(args: argparse.Namespace, session: DashboardSession) -> int:
+    """Serve `session` on the address the dashboard flags give until Ctrl-C/SIGTERM; always stop it."""
     host = getattr(args, "dashboard_host", None) or "127.0.0.1"
     token = getattr(args, "dashboard_token", None) or os.environ.get(TOKEN_ENV)
     if not is_loopback(host) and not token:
         token = secrets.token_urlsafe(18)
-    output_root = Path(args.output_dir)
-    session = DashboardSession(args=args, spec=spec, robot=robot_module, output_root=output_root)
     server = DashboardServer(session, host=host, port=getattr(args, "dashboard_port", DEFAULT_PORT), token=token)
     try:
         log.info("starting shared runtime components ...")
         session.start()
-        log.info("dashboard for robot %s at %s (records under %s)", spec.name, server.url, output_root)
+        log.info("dashboard for robot %s at %s (records under %s)", session.spec.name, server.url, session.output_root)
         print(f"rpent dashboard: {server.url}", flush=True)
         server.run()  # uvicorn handles Ctrl-C / SIGTERM and returns
     except ConfigError:

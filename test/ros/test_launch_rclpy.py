@@ -8,8 +8,10 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import threading
+import time
 
 import pytest
 
@@ -26,10 +28,36 @@ from rpent_ros.toolkit_client import RosToolkit  # noqa: E402
 pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(300)]
 
 
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _dashboard_state(port: int, deadline_s: float) -> dict:
+    """The dashboard's /api/state once it answers with its shared component ready (polled until the deadline)."""
+    import httpx
+
+    deadline = time.monotonic() + deadline_s
+    last: object = None
+    while time.monotonic() < deadline:
+        try:
+            state = httpx.get(f"http://127.0.0.1:{port}/api/state", timeout=5).json()
+            if state["session"]["status"] == "ready":
+                return state
+            last = state
+        except httpx.TransportError as exc:  # not listening yet
+            last = exc
+        time.sleep(0.5)
+    raise AssertionError(f"the dashboard was not ready within {deadline_s} s: {last}")
+
+
 def test_dual_franka_launch_with_sim_serves_both_arms(tmp_path):
     env = {**os.environ, "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
+    port = _free_port()
     launch = subprocess.Popen(
-        ["ros2", "launch", "rpent", "dual_franka.launch.py", "use_sim:=true", f"output_dir:={tmp_path / 'run'}"],
+        ["ros2", "launch", "rpent", "dual_franka.launch.py", "use_sim:=true", f"output_dir:={tmp_path / 'run'}",
+         "dashboard:=true", f"dashboard_port:={port}"],
         env=env, stdout=open(tmp_path / "launch.log", "wb"), stderr=subprocess.STDOUT, start_new_session=True,  # noqa: SIM115
     )
     rclpy.init()
@@ -49,6 +77,10 @@ def test_dual_franka_launch_with_sim_serves_both_arms(tmp_path):
         moved = remote.execute_tool("move_by", {"arm": "left", "dz_m": 0.02})
         assert not moved.is_error, moved.error
         assert len(moved.images) == 2  # front and top simulated cameras, from the sim node
+        # dashboard:=true serves the operator page on loopback, attached to the same toolkit node.
+        state = _dashboard_state(port, 60)
+        assert state["robot"] == "dual_franka"
+        assert [(c["name"], c["status"]) for c in state["components"]] == [("toolkit", "ready")]
     finally:
         executor.shutdown()
         node.destroy_node()

@@ -1,0 +1,83 @@
+"""dashboard_node: the operator dashboard for a robot served by a toolkit_node.
+
+    ros2 run rpent dashboard_node --ros-args -p robot:=dual_franka -p planner:=api -p cameras_node:=franka_sim
+    ros2 launch rpent dual_franka.launch.py use_sim:=true dashboard:=true    # then open http://127.0.0.1:8080/
+
+Tasks started from the page run their planner in this node against the toolkit node at
+`toolkit_namespace` (the robot's flags are parameters, as for planner_node: planner, model,
+max_turns, dashboard_port, dashboard_host, ...). The timeline comes from the toolkit node's `~/events`,
+the camera views from image topics (`frame_topics: ["front=/cam/image_raw"]`, otherwise
+`/<cameras_node>/<channel>/image_raw`, otherwise the toolkit node's observation images). Abort
+cancels the running goal, so the arm stops.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+from typing import Any
+
+import rclpy
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.signals import SignalHandlerOptions
+
+from rpent.cli.run import default_output_dir
+from rpent.dashboard.cli import serve_session
+from rpent.dashboard.session import DashboardSession, dashboard_of
+from rpent.robot import load_robot
+from rpent_ros.logging_bridge import forward_python_logging
+from rpent_ros.params import frame_topics, namespace_from_params
+from rpent_ros.remote_robot import ImageTopics, RemoteRobot, RemoteSpec, ToolkitEvents
+from rpent_ros.toolkit_client import RosToolkit
+
+log = logging.getLogger("rpent.dashboard_node")
+DEFAULT_ROS_PORT = 8080  # 8765 is the MCP bridge's default in the launch files
+
+
+class DashboardNode(Node):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__("dashboard", automatically_declare_parameters_from_overrides=True, **kwargs)
+        params = {name: p.value for name, p in self.get_parameters_by_prefix("").items()}
+        robot_name = self.get_parameter_or("robot", Parameter("robot", value="toy")).value
+        spec = load_robot(robot_name).get_robot_spec()
+        namespace = str(params.get("toolkit_namespace") or "/toolkit")
+        args = namespace_from_params(spec, {k: v for k, v in params.items() if k != "dashboard_port"})
+        args.dashboard_port = int(params.get("dashboard_port", DEFAULT_ROS_PORT))
+        if args.output_dir is None:
+            args.output_dir = str(default_output_dir(f"{spec.name}-dashboard"))
+        self.args = args
+        channels = [c.name for c in dashboard_of(spec).frame_channels]
+        topics = frame_topics(channels, list(params.get("frame_topics") or []), namespace,
+                              str(params.get("cameras_node") or ""))
+        self.remote = RosToolkit(self, namespace)
+        self.frames = ImageTopics(self, topics)
+        self.tool_events = ToolkitEvents(self, namespace)
+        self.session = DashboardSession(args=args, spec=RemoteSpec(spec, self.remote, self.frames),  # type: ignore[arg-type]
+                                        robot=RemoteRobot(self.remote, self.tool_events),  # type: ignore[arg-type]
+                                        output_root=Path(args.output_dir))
+        self.tool_events.forward = self.session.sink.publish
+        self.get_logger().info(f"dashboard for robot '{spec.name}' against {namespace}; camera topics {topics}")
+
+
+def main(args: list[str] | None = None) -> None:
+    # uvicorn owns Ctrl-C/SIGTERM here: the session must abort the task and save its record first.
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    forward_python_logging()
+    node = DashboardNode()
+    executor = MultiThreadedExecutor(num_threads=8)
+    executor.add_node(node)
+    spinner = threading.Thread(target=executor.spin, daemon=True)
+    spinner.start()
+    try:
+        raise SystemExit(serve_session(node.args, node.session))
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.try_shutdown()
+
+
+if __name__ == "__main__":
+    main()

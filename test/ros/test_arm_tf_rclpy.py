@@ -1,0 +1,202 @@
+"""franka_arm_node + franka_gripper_node give rviz what it needs to draw an FR3: a latched URDF and TF for every link.
+
+Runs the nodes against franky-sim in a subprocess (`python -m robots.franka.sim`, as test/franka does),
+over DDS on loopback. Skipped where rclpy or the generated rpent interfaces cannot be imported (CI has
+no ROS 2; run these in a sourced ROS 2 Jazzy workspace where this package was built with colcon).
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+import threading
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Iterator
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip("rclpy", reason="rclpy not importable: ROS 2 is not sourced")
+pytest.importorskip("rpent.action", reason="rpent interfaces not generated: colcon build this package and source it")
+pytest.importorskip("franky", reason="franky-control is not installed (pip install rpent[sim])")
+pytest.importorskip("franky_sim", reason="franky-sim is not installed (pip install rpent[sim])")
+
+from rclpy.executors import MultiThreadedExecutor  # noqa: E402
+from rclpy.node import Node  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+from std_msgs.msg import String  # noqa: E402
+from tf2_msgs.msg import TFMessage  # noqa: E402
+
+from rpent_ros.robot_description import UrdfError, load_arm_description, quaternion_xyzw  # noqa: E402
+from rpent_ros.runtime_nodes import FrankaArmNode, FrankaGripperNode, RuntimeNode  # noqa: E402
+
+pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(180)]
+LATCHED = QoSProfile(depth=10, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
+
+
+@pytest.fixture(scope="module")
+def sim_host() -> Iterator[str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "robots.franka.sim", *(f"--host=127.0.0.{b}" for b in range(146, 151))],
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        line: list[str] = []
+        reader = threading.Thread(target=lambda: line.append(proc.stdout.readline()), daemon=True)
+        reader.start()
+        reader.join(60)
+        assert line and line[0].startswith("READY "), f"simulator did not start: {line}"
+        yield line[0].split()[1]
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
+@pytest.fixture
+def ros() -> Iterator[Callable[[Node], Node]]:
+    rclpy.init()
+    executor = MultiThreadedExecutor(num_threads=8)
+    nodes: list[Node] = []
+
+    def add(node: Node) -> Node:
+        nodes.append(node)
+        executor.add_node(node)
+        return node
+
+    spinner = threading.Thread(target=executor.spin, daemon=True)
+    spinner.start()
+    yield add
+    for node in nodes:
+        if isinstance(node, RuntimeNode):
+            node.shutdown()
+    executor.shutdown()
+    for node in nodes:
+        node.destroy_node()
+    rclpy.try_shutdown()
+
+
+class RvizStandIn:
+    """Subscribes like rviz does; keeps the last transform per child frame and the last joint positions."""
+
+    def __init__(self, node: Node, description_topic: str) -> None:
+        self.changed = threading.Condition()
+        self.descriptions: list[str] = []
+        self.static: dict[str, tuple[str, np.ndarray]] = {}
+        self.dynamic: dict[str, tuple[str, np.ndarray]] = {}
+        self.joints: dict[str, float] = {}
+        node.create_subscription(String, description_topic, self._description, LATCHED)
+        node.create_subscription(TFMessage, "/tf_static", lambda m: self._tf(self.static, m), LATCHED)
+        node.create_subscription(TFMessage, "/tf", lambda m: self._tf(self.dynamic, m), 50)
+        node.create_subscription(JointState, "/joint_states", self._joint_state, 50)
+
+    def _description(self, msg: String) -> None:
+        with self.changed:
+            self.descriptions.append(msg.data)
+            self.changed.notify_all()
+
+    def _tf(self, store: dict[str, tuple[str, np.ndarray]], msg: TFMessage) -> None:
+        with self.changed:
+            for t in msg.transforms:
+                r, p = t.transform.rotation, t.transform.translation
+                matrix = np.eye(4)
+                matrix[:3, :3] = _rotation(r.x, r.y, r.z, r.w)
+                matrix[:3, 3] = (p.x, p.y, p.z)
+                store[t.child_frame_id] = (t.header.frame_id, matrix)
+            self.changed.notify_all()
+
+    def _joint_state(self, msg: JointState) -> None:
+        with self.changed:
+            self.joints.update(zip(msg.name, msg.position, strict=True))
+            self.changed.notify_all()
+
+    def wait_for(self, condition: Callable[[], bool], what: str, timeout_s: float = 30.0) -> None:
+        with self.changed:
+            assert self.changed.wait_for(condition, timeout_s), f"timed out waiting for {what}"
+
+    def in_frame(self, frame: str, root: str = "world") -> np.ndarray:
+        """Compose TF parents up to `root`, as tf2 would."""
+        transforms = {**self.static, **self.dynamic}
+        pose = np.eye(4)
+        while frame != root:
+            assert frame in transforms, f"no TF path from {frame} to {root}"
+            parent, matrix = transforms[frame]
+            pose = matrix @ pose
+            frame = parent
+        return pose
+
+
+def _rotation(x: float, y: float, z: float, w: float) -> np.ndarray:
+    return np.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+    ])
+
+
+def test_arm_and_gripper_nodes_latch_the_urdf_and_publish_every_link_frame(ros, sim_host: str) -> None:
+    arm_node = ros(FrankaArmNode(parameter_overrides=[
+        Parameter("name", value="left"), Parameter("ip", value=sim_host), Parameter("publish_rate_hz", value=20.0),
+    ]))
+    gripper_node = ros(FrankaGripperNode(parameter_overrides=[
+        Parameter("name", value="left"), Parameter("ip", value=sim_host), Parameter("publish_rate_hz", value=20.0),
+    ]))
+    # Subscribed only after the nodes have published the URDF and static frames once: latched topics
+    # still deliver them, as they do to an rviz started late.
+    rviz = RvizStandIn(ros(Node("rviz_stand_in")), "/left/robot_description")
+    expected = load_arm_description("left")
+    moving_links = {f"left_link{i}" for i in range(1, 8)} | {"left_leftfinger", "left_rightfinger", "left_ee"}
+    rviz.wait_for(lambda: rviz.descriptions and "left_link0" in rviz.static and moving_links <= set(rviz.dynamic),
+                  "the URDF, world -> left_link0 and the moving links")
+
+    links = {e.get("name") for e in ET.fromstring(rviz.descriptions[-1]).findall("link")}
+    assert links == set(expected.links)
+    parent, base = rviz.static["left_link0"]
+    assert parent == "world" and np.allclose(base[:3, 3], (0.0, 0.25, 0.0))  # franky-sim's left arm
+    assert {"left_link8", "left_hand", "left_hand_tcp"} <= set(rviz.static)
+    assert [rviz.dynamic[f"left_link{i}"][0] for i in range(1, 8)] == [f"left_link{i}" for i in range(7)]
+    for link in links:  # rviz can place every link of the model in the fixed frame
+        rviz.in_frame(link)
+    rviz.wait_for(lambda: {f"left_joint{i}" for i in range(1, 8)} | {"left_finger_joint1"} <= set(rviz.joints),
+                  "joint states of the arm and the fingers")
+
+    # The model's TCP, drawn from the link frames, is where franky says the end effector is (arm at rest).
+    state = arm_node.owned[0].state()
+    tcp = rviz.in_frame("left_hand_tcp", "left_link0")
+    assert math.dist(tcp[:3, 3], state.pose.position) < 0.001
+    ee = rviz.in_frame("left_ee", "left_link0")
+    assert math.dist(ee[:3, 3], tcp[:3, 3]) < 0.001
+
+    # The fingers follow the measured opening.
+    gripper = gripper_node.owned[0]
+    for width in (0.02, 0.06):
+        assert gripper.move(width, timeout_s=30).finished
+        measured = gripper.state().width_m
+        assert abs(measured - width) < 0.003
+
+        def fingers_at(opening: float = measured) -> bool:
+            hand_to_finger = rviz.in_frame("left_leftfinger", "left_hand")
+            return abs(hand_to_finger[1, 3] - opening / 2) < 0.001
+
+        rviz.wait_for(fingers_at, f"finger frames at width {measured:.3f} m")
+    # The right finger is the left one turned half a turn about the hand's z axis (mirrored).
+    assert abs(quaternion_xyzw(rviz.in_frame("left_rightfinger", "left_hand")[:3, :3])[2]) == pytest.approx(1.0)
+
+
+def test_a_urdf_the_user_names_must_load_before_the_node_waits_for_the_robot(ros, tmp_path) -> None:
+    with pytest.raises(UrdfError, match=r"missing\.urdf: cannot read"):
+        # Nothing listens on this address: had the node connected first, it would fail with a connection error.
+        FrankaArmNode(parameter_overrides=[
+            Parameter("name", value="left"), Parameter("ip", value="127.0.0.151"),
+            Parameter("urdf", value=str(tmp_path / "missing.urdf")),
+        ])
+
+
+def test_a_bad_base_placement_is_refused_naming_the_parameter(ros) -> None:
+    with pytest.raises(ValueError, match=r"parameter base_xyz: must be 3 finite numbers"):
+        FrankaArmNode(parameter_overrides=[
+            Parameter("name", value="left"), Parameter("ip", value="127.0.0.151"),
+            Parameter("base_xyz", value=[0.0, 0.25]),
+        ])
