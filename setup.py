@@ -7,7 +7,9 @@ CORE = [
     "docstring-parser==0.18.0",
     "numpy>=1.26",
     "pillow>=10",
-    "av==18.1.0",
+    # av 18 needs Python 3.11; 17.1 keeps Ubuntu 22.04's Python 3.10 (ROS 2 Humble) installable.
+    "av==18.1.0; python_version >= '3.11'",
+    "av==17.1.0; python_version < '3.11'",
     "pyyaml>=6",
 ]
 SIM = ["franky-control==2.0.0", "franky-sim==1.0.4", "opencv-python>=4.9"]

@@ -8,7 +8,8 @@ Tasks started from the page run their planner in this node against the toolkit n
 max_turns, dashboard_port, dashboard_host, ...). The timeline comes from the toolkit node's `~/events`,
 the camera views from image topics (`frame_topics: ["front=/cam/image_raw"]`, otherwise
 `/<cameras_node>/<channel>/image_raw`, otherwise the toolkit node's observation images). Abort
-cancels the running goal, so the arm stops.
+cancels the running goal, so the arm stops. With `approve_motions`, the toolkit node asks this node
+(`~/approve_motion`) and the operator approves or denies each motion on the page.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from rpent.cli.run import default_output_dir
 from rpent.dashboard.cli import serve_session
 from rpent.dashboard.session import DashboardSession, dashboard_of
 from rpent.robot import load_robot
+from rpent_ros.approval import serve_approvals
 from rpent_ros.logging_bridge import forward_python_logging
 from rpent_ros.params import frame_topics, namespace_from_params
 from rpent_ros.remote_robot import ImageTopics, RemoteRobot, RemoteSpec, ToolkitEvents
@@ -59,6 +61,8 @@ class DashboardNode(Node):
                                         robot=RemoteRobot(self.remote, self.tool_events),  # type: ignore[arg-type]
                                         output_root=Path(args.output_dir))
         self.tool_events.forward = self.session.sink.publish
+        # The toolkit node's approve_motions requests land on this page.
+        self.approvals = serve_approvals(self, self.session.interaction)
         self.get_logger().info(f"dashboard for robot '{spec.name}' against {namespace}; camera topics {topics}")
 
 

@@ -28,6 +28,8 @@ class RosEventSink:
         self.images = [node.create_publisher(Image, f"~/observation/image_{i}", 2) for i in range(max_images)]
 
     def publish(self, kind: str, payload: dict[str, Any]) -> None:
+        if not self.node.context.ok():  # shutting down after Ctrl-C: the record is still saved, nobody listens
+            return
         msg = ToolEvent(**event_fields(kind, payload))
         msg.stamp = self.node.get_clock().now().to_msg()
         self.events.publish(msg)

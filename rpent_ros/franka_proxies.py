@@ -32,7 +32,8 @@ class CameraProxy(RuntimeProxy):
         return self.call("capture")
 
 
-def build_franka_runtime(node: Node, config: RunConfig, *, cameras_node: str, wait_s: float = 30.0) -> dict[str, Any]:
+def build_franka_runtime(node: Node, config: RunConfig, *, cameras_node: str, approval: Any = None,
+                         wait_s: float = 30.0) -> dict[str, Any]:
     """runtime_kwargs for robots.franka / robots.dual_franka, backed by runtime nodes:
     arm `<n>` at /arm_<n>/<n>/call, its gripper at /gripper_<n>/<n>/call, camera `<c>` at /<cameras_node>/<c>/call."""
     from robots.franka.runtime import FrankaRuntime
@@ -41,6 +42,7 @@ def build_franka_runtime(node: Node, config: RunConfig, *, cameras_node: str, wa
     safety = franka.safety()
     runtime = FrankaRuntime(arms={}, grippers={}, cameras=[], arm_configs={a.name: a for a in franka.arms}, safety=safety)
     runtime.video_fps = config.options.get("video_fps", 0.0)
+    runtime.approval = approval  # motions that need approval ask here (the dashboard node's operator)
     proxies: list[RuntimeProxy] = []
     for arm in franka.arms:
         envelope = safety.envelope(arm.name)

@@ -37,6 +37,8 @@ def dashboard_node(get: Callable[[str], str], robot: str, cameras_node: str = ""
                               "dashboard_port": int(get("dashboard_port")), "cameras_node": cameras_node}
     if get("recipe"):
         params["recipe"] = get("recipe")
+    if get("output_dir"):  # beside the toolkit node's own task-NNN records, not among them
+        params["output_dir"] = f"{get('output_dir')}/dashboard"
     return Node(package="rpent", executable="dashboard_node", name="dashboard", parameters=[params], output="screen")
 
 
@@ -48,6 +50,8 @@ def planner_and_bridge(get: Callable[[str], str], robot: str, **planner_params: 
         for key in ("task", "recipe"):
             if get(key):
                 params[key] = get(key)
+        if get("output_dir"):  # transcript and result.json beside the toolkit node's record
+            params["output_dir"] = f"{get('output_dir')}/planner"
         nodes.append(Node(package="rpent", executable="planner_node", name="planner", parameters=[params], output="screen"))
     if get("mcp_bridge").lower() == "true":
         nodes.append(Node(package="rpent", executable="mcp_bridge_node", name="mcp_bridge", output="screen",

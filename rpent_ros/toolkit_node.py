@@ -32,6 +32,7 @@ from rpent.cli.run import default_output_dir
 from rpent.robot import load_robot
 from rpent.srv import CloseTask, GetStatus, ListTools, NewTask
 from rpent.tools import ToolCall, ToolResult
+from rpent_ros.approval import DEFAULT_SERVICE, RosApprovalChannel
 from rpent_ros.conversions import GoalError, feedback_fields, parse_goal, result_fields, tools_json
 from rpent_ros.events import RosEventSink
 from rpent_ros.logging_bridge import forward_python_logging
@@ -56,6 +57,9 @@ class ToolkitNode(Node):
         clips = bool(self.get_parameter_or("action_clips", Parameter("action_clips", value=False)).value)
         self.ros_events = RosEventSink(self, clips=clips)
         self.events = FanOutSink(ProgressSink(log), self.ros_events)
+        # Robots that need an operator's yes before a motion (approve_motions) ask the dashboard node.
+        approval_service = self.get_parameter_or("approval_service", Parameter("approval_service", value=DEFAULT_SERVICE)).value
+        self.events.approval_channel = RosApprovalChannel(self, approval_service)
         self.runtime_mode = self.get_parameter_or("runtime_mode", Parameter("runtime_mode", value="inprocess")).value
         self.runtime_kwargs: dict[str, Any] = {}
         if self.runtime_mode == "inprocess":
@@ -68,7 +72,7 @@ class ToolkitNode(Node):
                 raise ValueError(f"parameter runtime_mode: 'ros' is not available for robot '{self.spec.name}' "
                                  f"(available for: {', '.join(sorted(ROS_RUNTIMES))})")
             cameras_node = self.get_parameter_or("cameras_node", Parameter("cameras_node", value="franka_sim")).value
-            self.runtime_kwargs = build(self, self.config, cameras_node=cameras_node)
+            self.runtime_kwargs = build(self, self.config, cameras_node=cameras_node, approval=self.events.approval_channel)
         else:
             raise ValueError(f"parameter runtime_mode: must be 'inprocess' or 'ros', got {self.runtime_mode!r}")
         self.toolkit = self.robot.get_toolkit(runtime_kwargs=self.runtime_kwargs, dashboard_events=self.events, config=self.config)

@@ -27,19 +27,19 @@ RECIPE = Path(__file__).resolve().parents[2] / "robots" / "toy" / "recipes" / "r
 
 @pytest.fixture
 def nodes(tmp_path):
-    """A toy toolkit node and a dashboard node (replaying the toy recipe) on one executor."""
+    """A toolkit node and a dashboard node against it, on one executor; the session is started."""
     rclpy.init()
     executor = MultiThreadedExecutor(num_threads=16)
     threading.Thread(target=executor.spin, daemon=True).start()
     made = []
 
-    def make(speed: float) -> tuple[ToolkitNode, DashboardNode]:
+    def make(robot: str = "toy", **toolkit_params) -> tuple[ToolkitNode, DashboardNode]:
         toolkit = ToolkitNode(parameter_overrides=[
-            Parameter("robot", value="toy"), Parameter("output_dir", value=str(tmp_path / "node")),
-            Parameter("speed", value=speed), Parameter("action_clips", value=True),
+            Parameter("robot", value=robot), Parameter("output_dir", value=str(tmp_path / "node")),
+            Parameter("action_clips", value=True), *(Parameter(k, value=v) for k, v in toolkit_params.items()),
         ])
         dashboard = DashboardNode(parameter_overrides=[
-            Parameter("robot", value="toy"), Parameter("planner", value="replay"), Parameter("recipe", value=str(RECIPE)),
+            Parameter("robot", value=robot), Parameter("planner", value="replay"), Parameter("recipe", value=str(RECIPE)),
             Parameter("output_dir", value=str(tmp_path / "dashboard")),
         ])
         for node in (toolkit, dashboard):
@@ -111,3 +111,34 @@ def test_abort_from_the_dashboard_stops_the_remote_motion_and_the_node_keeps_ser
     state = dashboard.remote.execute_tool("get_state", {})
     assert not state.is_error, state.error
     assert toolkit.config.output_dir.name == "task-002"
+
+
+def _pending_request(interaction, timeout_s: float = 30.0) -> dict:
+    pause = threading.Event()
+    for _ in range(int(timeout_s / 0.02)):  # bounded wait until the toolkit node's request is on the page
+        pending = interaction.pending()
+        if pending:
+            return pending[0]
+        pause.wait(0.02)
+    raise AssertionError(f"no approval request reached the dashboard within {timeout_s} s")
+
+
+def test_motions_of_a_remote_franka_wait_for_the_dashboard_operator_yes_or_no(nodes):
+    toolkit, dashboard = nodes("franka", sim=True, video_fps=0.0, approve_motions=True)
+    arm = toolkit.runtime_kwargs["runtime"].arm()
+    start_z = arm.state().pose.position[2]
+    up = dashboard.remote.submit("move_by", {"dz_m": 0.03})
+    request = _pending_request(dashboard.session.interaction)
+    assert request["kind"] == "approval" and "move_by" in request["text"] and not up.done()
+    dashboard.session.interaction.respond(request["id"], approve=True)
+    moved = up.result(timeout=60)
+    assert not moved.is_error, moved.error
+    raised_z = arm.state().pose.position[2]
+    assert abs(raised_z - start_z - 0.03) < 0.005
+
+    down = dashboard.remote.submit("move_by", {"dz_m": -0.03})
+    request = _pending_request(dashboard.session.interaction)
+    dashboard.session.interaction.respond(request["id"], approve=False)
+    refused = down.result(timeout=60)
+    assert refused.is_error and "denied" in refused.error
+    assert abs(arm.state().pose.position[2] - raised_z) < 0.002  # nothing moved
