@@ -15,6 +15,7 @@ ARGUMENTS = [
     ("config", "", "deployment YAML (arms with FCI host, cameras, safety file); default config/franka.yaml"),
     ("approve_motions", "false", "true: every motion waits for operator approval"),
     ("output_dir", "", "where the run record goes"),
+    ("rviz", "false", "true: start rviz2 with config/franka.rviz (the arm from /arm/robot_description, TF, observations)"),
 ]
 
 
@@ -28,6 +29,11 @@ def _nodes(get):
     nodes = [toolkit, *planner_and_bridge(get, "franka")]
     if dashboard_on(get):  # the cameras live inside the toolkit node: the views are its observation images
         nodes.append(dashboard_node(get, "franka"))
+    if get("rviz").lower() == "true":
+        from ament_index_python.packages import get_package_share_directory
+
+        rviz_config = f"{get_package_share_directory('rpent')}/config/franka.rviz"
+        nodes.append(Node(package="rviz2", executable="rviz2", arguments=["-d", rviz_config], output="screen"))
     return nodes
 
 

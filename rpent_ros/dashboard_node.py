@@ -15,7 +15,6 @@ cancels the running goal, so the arm stops. With `approve_motions`, the toolkit 
 from __future__ import annotations
 
 import logging
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +32,8 @@ from rpent_ros.approval import serve_approvals
 from rpent_ros.logging_bridge import forward_python_logging
 from rpent_ros.params import frame_topics, namespace_from_params
 from rpent_ros.remote_robot import ImageTopics, RemoteRobot, RemoteSpec, ToolkitEvents
+from rpent_ros.signals import shield_shutdown
+from rpent_ros.spinning import BackgroundSpin
 from rpent_ros.toolkit_client import RosToolkit
 
 log = logging.getLogger("rpent.dashboard_node")
@@ -73,12 +74,11 @@ def main(args: list[str] | None = None) -> None:
     node = DashboardNode()
     executor = MultiThreadedExecutor(num_threads=8)
     executor.add_node(node)
-    spinner = threading.Thread(target=executor.spin, daemon=True)
-    spinner.start()
+    spinning = BackgroundSpin(executor)
     try:
-        raise SystemExit(serve_session(node.args, node.session))
+        raise SystemExit(serve_session(node.args, node.session, on_stopping=shield_shutdown))
     finally:
-        executor.shutdown()
+        spinning.stop()
         node.destroy_node()
         rclpy.try_shutdown()
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
-import threading
 from typing import Any
 
 import rclpy
@@ -22,6 +21,8 @@ from rclpy.node import Node
 from rpent.mcp.bridge import build_mcp_server
 from rpent.mcp.transports import check_host, serve_http, serve_stdio
 from rpent_ros.logging_bridge import forward_python_logging
+from rpent_ros.signals import shield_shutdown
+from rpent_ros.spinning import BackgroundSpin
 from rpent_ros.toolkit_client import RosToolkit
 
 log = logging.getLogger("rpent.mcp_bridge_node")
@@ -53,7 +54,7 @@ def main(args: list[str] | None = None) -> None:
     node = McpBridgeNode()
     executor = MultiThreadedExecutor(num_threads=8)
     executor.add_node(node)
-    threading.Thread(target=executor.spin, daemon=True).start()
+    spinning = BackgroundSpin(executor)
     try:
         server = node.server()
         if node.transport == "stdio":
@@ -64,8 +65,9 @@ def main(args: list[str] | None = None) -> None:
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
+        shield_shutdown()
         node.toolkit.cancel_active_and_wait(timeout=10, reason="mcp_bridge_node shutting down")
-        executor.shutdown()
+        spinning.stop()
         node.destroy_node()
         rclpy.try_shutdown()
 

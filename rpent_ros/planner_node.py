@@ -10,7 +10,6 @@ validation and the robot itself live in the toolkit node at `toolkit_namespace`.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from typing import Any
 
@@ -25,6 +24,8 @@ from rpent.planner.base import AbortRequest
 from rpent.robot import load_robot
 from rpent_ros.logging_bridge import forward_python_logging
 from rpent_ros.params import namespace_from_params
+from rpent_ros.signals import shield_shutdown
+from rpent_ros.spinning import BackgroundSpin
 from rpent_ros.toolkit_client import RosToolkit
 
 log = logging.getLogger("rpent.planner_node")
@@ -94,14 +95,15 @@ def main(args: list[str] | None = None) -> None:
     node = PlannerNode()
     executor = MultiThreadedExecutor(num_threads=4)
     executor.add_node(node)
-    spinner = threading.Thread(target=executor.spin, daemon=True)
-    spinner.start()
+    spinning = BackgroundSpin(executor)
     try:
         node.run_task()
     except (KeyboardInterrupt, ExternalShutdownException):
+        shield_shutdown()
         node.abort("planner_node interrupted")
     finally:
-        executor.shutdown()
+        shield_shutdown()
+        spinning.stop()
         node.destroy_node()
         rclpy.try_shutdown()
 

@@ -29,6 +29,7 @@ from rclpy.node import Node
 from rpent_ros.logging_bridge import forward_python_logging
 from rpent_ros.robot_description import ArmDescription, UrdfError, base_xyz_for, load_arm_description, three_numbers
 from rpent_ros.runtime_server import ARM_METHODS, CAMERA_METHODS, GRIPPER_METHODS, POLICY_METHODS, RuntimeServer
+from rpent_ros.signals import shield_shutdown
 from rpent_ros.telemetry import ArmTelemetry, CameraTelemetry
 
 log = logging.getLogger("rpent.runtime_nodes")
@@ -51,13 +52,7 @@ class RuntimeNode(Node):
         self.servers.append(RuntimeServer(self, name, target, methods, self.group))
 
     def every(self, rate_hz: float, callback: Callable[[], None]) -> None:
-        def guarded() -> None:
-            try:
-                callback()
-            except Exception as exc:  # telemetry must not take the node down
-                self.get_logger().warning(f"telemetry: {type(exc).__name__}: {exc}", throttle_duration_sec=5.0)
-
-        self.create_timer(1.0 / rate_hz, guarded, callback_group=MutuallyExclusiveCallbackGroup())
+        every(self, rate_hz, callback)
 
     def shutdown(self) -> None:
         for target in self.owned:
@@ -68,6 +63,45 @@ class RuntimeNode(Node):
                         function()
                     except Exception as exc:
                         self.get_logger().error(f"{method} on shutdown failed: {type(exc).__name__}: {exc}")
+
+
+def every(node: Node, rate_hz: float, callback: Callable[[], None]) -> None:
+    """Call `callback` at `rate_hz` on its own callback group; a failure is logged (throttled), never raised."""
+
+    def guarded() -> None:
+        try:
+            callback()
+        except Exception as exc:  # telemetry must not take the node down
+            node.get_logger().warning(f"telemetry: {type(exc).__name__}: {exc}", throttle_duration_sec=5.0)
+
+    node.create_timer(1.0 / rate_hz, guarded, callback_group=MutuallyExclusiveCallbackGroup())
+
+
+def description_or_none(node: Node, arm_name: str, path: str = "") -> ArmDescription | None:
+    """The arm's URDF for rviz: `path` (a lab's franka_description output) must load; franky-sim's is optional."""
+    try:
+        return load_arm_description(arm_name, path or None)
+    except UrdfError as exc:
+        if path:  # a file the user named must be usable
+            raise
+        node.get_logger().warning(f"{exc}; rviz gets joint states and frames but no robot model")
+        return None
+
+
+def start_inprocess_telemetry(node: Node, runtime: Any, rate_hz: float) -> int:
+    """rviz telemetry for Franka arms living inside `node` (toolkit_node, runtime_mode:=inprocess):
+    the same topics the arm and gripper nodes publish. Returns how many arms are published."""
+    arms = getattr(runtime, "arms", None)
+    if not isinstance(arms, dict):
+        return 0
+    grippers = getattr(runtime, "grippers", None) or {}
+    for name, arm in arms.items():
+        telemetry = ArmTelemetry(node, name, description_or_none(node, name), base_xyz=base_xyz_for(name))
+        every(node, rate_hz, lambda arm=arm, telemetry=telemetry: telemetry.publish(arm.state()))
+        if name in grippers:
+            gripper = grippers[name]
+            every(node, min(rate_hz, 10.0), lambda g=gripper, t=telemetry: t.publish_gripper(g.state().width_m))
+    return len(arms)
 
 
 def _connect(node: Node, what: str, factory: Callable[[], Any]) -> Any:
@@ -86,14 +120,7 @@ def _connect(node: Node, what: str, factory: Callable[[], Any]) -> Any:
 
 def _description(node: Node, arm_name: str) -> ArmDescription | None:
     """The arm's URDF for rviz: parameter `urdf` (a lab's franka_description output), else franky-sim's FR3."""
-    path = str(node.declare_parameter("urdf", "").value)
-    try:
-        return load_arm_description(arm_name, path or None)
-    except UrdfError as exc:
-        if path:  # a file the user named must be usable
-            raise
-        node.get_logger().warning(f"{exc}; rviz gets joint states and frames but no robot model")
-        return None
+    return description_or_none(node, arm_name, str(node.declare_parameter("urdf", "").value))
 
 
 def _vector_parameter(node: Node, name: str, default: tuple[float, float, float]) -> tuple[float, float, float]:
@@ -225,6 +252,7 @@ def spin(factory: Callable[[], RuntimeNode], args: list[str] | None = None) -> N
         log.exception("runtime node failed: %s", exc)
         raise
     finally:
+        shield_shutdown()
         if node is not None:
             node.shutdown()
             node.destroy_node()

@@ -4,14 +4,18 @@ action, so a toolkit node drives arms that live in other nodes or on other machi
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
-from rclpy.action import ActionClient
 from rclpy.node import Node
 
 from rpent.action import RuntimeCall
 from rpent.runtime.arm import RuntimeFault
+from rpent_ros.action_client import ThreadSafeActionClient
 from rpent_ros.runtime_codec import decode_result, encode_call
+
+_LIVENESS_PERIOD_S = 0.2
+_GONE_AFTER_S = 1.0  # DDS graph updates lag a little; a restart within this is not "gone"
 
 
 class RemoteRuntimeError(RuntimeFault):
@@ -30,8 +34,9 @@ class RuntimeProxy:
         self.action_name = action_name
         self.name = name or action_name.strip("/").split("/")[-2]
         self.timeout_s = timeout_s
-        self._client = ActionClient(node, RuntimeCall, action_name)
+        self._client = ThreadSafeActionClient(node, RuntimeCall, action_name)
         self._active: set[Any] = set()
+        self._gone = False  # the server vanished during a call; cleared when it is back
         self._lock = threading.Lock()
 
     def wait_ready(self, timeout_s: float = 30.0) -> None:
@@ -39,6 +44,8 @@ class RuntimeProxy:
             raise RemoteRuntimeError(f"runtime node action {self.action_name} did not appear within {timeout_s} s")
 
     def call(self, method: str, *args: Any, cancel: threading.Event | None = None, **kwargs: Any) -> Any:
+        if self._gone and not self._client.server_is_ready():  # fail at once, e.g. stop() during shutdown
+            raise RemoteRuntimeError(f"{self.action_name}: the runtime node is gone ({method} not sent)")
         done = threading.Event()
         box: dict[str, Any] = {}
 
@@ -57,12 +64,27 @@ class RuntimeProxy:
 
         goal = RuntimeCall.Goal(method=method, args_json=encode_call(args, kwargs))
         self._client.send_goal_async(goal).add_done_callback(on_goal)
-        while not done.wait(0.005 if cancel is not None else self.timeout_s):
+        started = time.monotonic()
+        next_check, gone_since = started + _LIVENESS_PERIOD_S, None
+        while not done.wait(0.005 if cancel is not None else 0.05):
+            now = time.monotonic()
+            # A motion (cancel given) may run for minutes, so it has no overall timeout.
+            if cancel is None and now - started > self.timeout_s:
+                raise RemoteRuntimeError(f"{self.action_name}: {method} gave no answer within {self.timeout_s} s")
             if cancel is not None and cancel.is_set() and "handle" in box and not box.get("cancel_sent"):
                 box["cancel_sent"] = True
                 box["handle"].cancel_goal_async()
-            elif cancel is None:
-                raise RemoteRuntimeError(f"{self.action_name}: {method} gave no answer within {self.timeout_s} s")
+            # A runtime node that went away (Ctrl-C on the launch, a crash) never answers: end the
+            # call with that cause instead of waiting for ever.
+            if now >= next_check:
+                next_check = now + _LIVENESS_PERIOD_S
+                if self._client.server_is_ready():
+                    gone_since = None
+                elif gone_since is None:
+                    gone_since = now
+                elif now - gone_since > _GONE_AFTER_S:
+                    self._gone = True
+                    raise RemoteRuntimeError(f"{self.action_name}: the runtime node went away during {method}")
         if "error" in box:
             raise RemoteRuntimeError(box["error"])
         result = box["response"].result

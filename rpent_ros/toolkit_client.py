@@ -9,12 +9,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from rclpy.action import ActionClient
 from rclpy.node import Node
 
 from rpent.action import CallTool
 from rpent.srv import CloseTask, GetStatus, ListTools, NewTask
 from rpent.tools import ToolResult
+from rpent_ros.action_client import ThreadSafeActionClient
 from rpent_ros.conversions import result_from_fields
 
 StageCallback = Callable[[str, str, "float | None"], Any]
@@ -130,7 +130,7 @@ class RosToolkit:
         self.node = node
         self.namespace = namespace.rstrip("/")
         self.timeout_s = timeout_s
-        self._action = ActionClient(node, CallTool, f"{self.namespace}/call_tool")
+        self._action = ThreadSafeActionClient(node, CallTool, f"{self.namespace}/call_tool")
         self._list = node.create_client(ListTools, f"{self.namespace}/list_tools")
         self._status = node.create_client(GetStatus, f"{self.namespace}/status")
         self._new_task = node.create_client(NewTask, f"{self.namespace}/new_task")

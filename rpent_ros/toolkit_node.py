@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import signal
 import threading
 from functools import partial
 from pathlib import Path
@@ -21,9 +22,10 @@ import rclpy
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import CompressedImage
 
 from rpent.action import CallTool
@@ -37,6 +39,9 @@ from rpent_ros.conversions import GoalError, feedback_fields, parse_goal, result
 from rpent_ros.events import RosEventSink
 from rpent_ros.logging_bridge import forward_python_logging
 from rpent_ros.params import namespace_from_params
+from rpent_ros.runtime_nodes import start_inprocess_telemetry
+from rpent_ros.signals import shield_shutdown
+from rpent_ros.spinning import BackgroundSpin
 
 log = logging.getLogger("rpent.toolkit_node")
 
@@ -64,6 +69,9 @@ class ToolkitNode(Node):
         self.runtime_kwargs: dict[str, Any] = {}
         if self.runtime_mode == "inprocess":
             self.runtime_kwargs = self.spec.init_runtime(self.config, selection=None, events=self.events)
+            # Arms inside this node get the arm nodes' rviz telemetry (robot_description, TF, joint states).
+            rate = float(self.get_parameter_or("publish_rate_hz", Parameter("publish_rate_hz", value=30.0)).value)
+            start_inprocess_telemetry(self, self.runtime_kwargs.get("runtime"), rate)
         elif self.runtime_mode == "ros":
             from rpent_ros.franka_proxies import ROS_RUNTIMES
 
@@ -227,23 +235,36 @@ class ToolkitNode(Node):
 
 
 def main(args: list[str] | None = None) -> None:
-    rclpy.init(args=args)
+    # The executor keeps spinning while the node shuts down: with the arms in runtime nodes, stopping a
+    # motion and hearing that it stopped are ROS messages. So rclpy's own handler (which would shut
+    # the context down at once) is off, and Ctrl-C/SIGTERM only wake the main thread.
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     forward_python_logging()
-    node = None
+    node: ToolkitNode | None = None
+    spinning: BackgroundSpin | None = None
+    stopping = threading.Event()
     try:
-        node = ToolkitNode()
+        node = ToolkitNode()  # Ctrl-C while it connects is a plain KeyboardInterrupt
         # Each goal's execute callback blocks until its call ends: give the executor threads to spare.
         executor = MultiThreadedExecutor(num_threads=16)
         executor.add_node(node)
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
+        spinning = BackgroundSpin(executor)
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: stopping.set())
+        while not stopping.wait(1.0):
+            pass
+    except KeyboardInterrupt:
         pass
     except Exception as exc:
         logging.getLogger("rpent.toolkit_node").exception("toolkit_node failed: %s", exc)
         raise
     finally:
+        shield_shutdown()  # a second Ctrl-C must not cut the record short
         if node is not None:
             node.shutdown()
+        if spinning is not None:
+            spinning.stop()
+        if node is not None:
             node.destroy_node()
         rclpy.try_shutdown()
 

@@ -12,6 +12,7 @@ import secrets
 import signal
 import socket
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType, ModuleType
 
@@ -108,8 +109,13 @@ def serve_dashboard(args: argparse.Namespace, spec: RobotSpec, robot_module: Mod
     return serve_session(args, session)
 
 
-def serve_session(args: argparse.Namespace, session: DashboardSession) -> int:
-    """Serve `session` on the address the dashboard flags give until Ctrl-C/SIGTERM; always stop it."""
+def serve_session(args: argparse.Namespace, session: DashboardSession,
+                  on_stopping: Callable[[], None] | None = None) -> int:
+    """Serve `session` on the address the dashboard flags give until Ctrl-C/SIGTERM; always stop it.
+
+    `on_stopping` runs (in this thread) once serving ended, before the session aborts its task and
+    writes the record, e.g. to ignore a second Ctrl-C meanwhile.
+    """
     host = getattr(args, "dashboard_host", None) or "127.0.0.1"
     token = getattr(args, "dashboard_token", None) or os.environ.get(TOKEN_ENV)
     if not is_loopback(host) and not token:
@@ -128,5 +134,7 @@ def serve_session(args: argparse.Namespace, session: DashboardSession) -> int:
         return 1
     finally:
         server.closing.set()
+        if on_stopping is not None:
+            on_stopping()
         session.stop()
     return 0

@@ -200,3 +200,23 @@ def test_a_bad_base_placement_is_refused_naming_the_parameter(ros) -> None:
             Parameter("name", value="left"), Parameter("ip", value="127.0.0.151"),
             Parameter("base_xyz", value=[0.0, 0.25]),
         ])
+
+
+def test_toolkit_node_with_the_arm_inside_publishes_the_same_model_and_frames(ros, tmp_path) -> None:
+    from rpent_ros.toolkit_node import ToolkitNode
+
+    toolkit = ToolkitNode(parameter_overrides=[
+        Parameter("robot", value="franka"), Parameter("sim", value=True), Parameter("video_fps", value=0.0),
+        Parameter("output_dir", value=str(tmp_path / "franka")), Parameter("publish_rate_hz", value=20.0),
+    ])
+    try:
+        ros(toolkit)
+        rviz = RvizStandIn(ros(Node("rviz_stand_in")), "/arm/robot_description")
+        moving_links = {f"arm_link{i}" for i in range(1, 8)} | {"arm_leftfinger", "arm_rightfinger", "arm_ee"}
+        rviz.wait_for(lambda: rviz.descriptions and "arm_link0" in rviz.static and moving_links <= set(rviz.dynamic),
+                      "the URDF, world -> arm_link0 and the moving links")
+        state = toolkit.runtime_kwargs["runtime"].arm().state()
+        tcp = rviz.in_frame("arm_hand_tcp", "arm_link0")
+        assert math.dist(tcp[:3, 3], state.pose.position) < 0.001
+    finally:
+        toolkit.shutdown()

@@ -19,6 +19,7 @@ from rclpy.parameter import Parameter  # noqa: E402
 
 from rpent.tools.steps import read_steps  # noqa: E402
 from rpent_ros.dashboard_node import DashboardNode  # noqa: E402
+from rpent_ros.spinning import BackgroundSpin  # noqa: E402
 from rpent_ros.toolkit_node import ToolkitNode  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(120)]
@@ -30,7 +31,7 @@ def nodes(tmp_path):
     """A toolkit node and a dashboard node against it, on one executor; the session is started."""
     rclpy.init()
     executor = MultiThreadedExecutor(num_threads=16)
-    threading.Thread(target=executor.spin, daemon=True).start()
+    spinning = BackgroundSpin(executor)
     made = []
 
     def make(robot: str = "toy", **toolkit_params) -> tuple[ToolkitNode, DashboardNode]:
@@ -54,7 +55,7 @@ def nodes(tmp_path):
             node.session.stop()
         else:
             node.shutdown()
-    executor.shutdown()
+    spinning.stop()
     for node in made:
         node.destroy_node()
     rclpy.try_shutdown()

@@ -23,6 +23,7 @@ if shutil.which("ros2") is None:
 from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 
+from rpent.tools.steps import read_steps  # noqa: E402
 from rpent_ros.toolkit_client import RosToolkit  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(300)]
@@ -81,13 +82,31 @@ def test_dual_franka_launch_with_sim_serves_both_arms(tmp_path):
         state = _dashboard_state(port, 60)
         assert state["robot"] == "dual_franka"
         assert [(c["name"], c["status"]) for c in state["components"]] == [("toolkit", "ready")]
+
+        # Ctrl-C on `ros2 launch` during a slow motion (SIGINT to the whole process group, as a terminal
+        # sends it; launch forwards it again): the motion is stopped short, the toolkit node saves the
+        # record, and every node exits cleanly.
+        running = threading.Event()
+        remote.submit("move_by", {"arm": "left", "dz_m": 0.09, "speed_factor": 0.05},
+                      on_stage=lambda stage, *_: stage == "running" and running.set())
+        assert running.wait(60)
+        os.killpg(launch.pid, signal.SIGINT)
+        launch.wait(timeout=60)
+        steps = read_steps(tmp_path / "run" / "steps.jsonl")
+        # Stopped by the toolkit node's cancel or by the arm node's own stop, whichever ran first.
+        assert steps[-1]["tool"] == "move_by" and steps[-1]["error"], steps[-1]
+        assert (tmp_path / "run" / "episode.mp4").stat().st_size > 0
+        text = log.read_text()
+        started = text.count("process started with pid")
+        assert started >= 7 and "process has died" not in text and text.count("process has finished cleanly") == started
     finally:
         executor.shutdown()
         node.destroy_node()
         rclpy.try_shutdown()
-        os.killpg(launch.pid, signal.SIGINT)
-        try:
-            launch.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(launch.pid, signal.SIGKILL)
+        if launch.poll() is None:
+            os.killpg(launch.pid, signal.SIGINT)
+            try:
+                launch.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(launch.pid, signal.SIGKILL)
         print(log.read_text()[-5000:])  # shown by pytest when the test failed
