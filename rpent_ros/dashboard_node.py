@@ -66,6 +66,10 @@ class DashboardNode(Node):
         self.approvals = serve_approvals(self, self.session.interaction)
         self.get_logger().info(f"dashboard for robot '{spec.name}' against {namespace}; camera topics {topics}")
 
+    def shutdown(self) -> None:
+        """Abort a running task and write its record (safe to call twice)."""
+        self.session.stop()
+
 
 def main(args: list[str] | None = None) -> None:
     # uvicorn owns Ctrl-C/SIGTERM here: the session must abort the task and save its record first.

@@ -22,7 +22,6 @@ pytest.importorskip("rpent.action", reason="rpent interfaces not generated: colc
 pytest.importorskip("franky", reason="franky-control is not installed (pip install rpent[sim])")
 pytest.importorskip("franky_sim", reason="franky-sim is not installed (pip install rpent[sim])")
 
-from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
@@ -31,7 +30,7 @@ from std_msgs.msg import String  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
 from rpent_ros.robot_description import UrdfError, load_arm_description, quaternion_xyzw  # noqa: E402
-from rpent_ros.runtime_nodes import FrankaArmNode, FrankaGripperNode, RuntimeNode  # noqa: E402
+from rpent_ros.runtime_nodes import FrankaArmNode, FrankaGripperNode  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(180)]
 LATCHED = QoSProfile(depth=10, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
@@ -53,29 +52,6 @@ def sim_host() -> Iterator[str]:
     finally:
         proc.kill()
         proc.wait(10)
-
-
-@pytest.fixture
-def ros() -> Iterator[Callable[[Node], Node]]:
-    rclpy.init()
-    executor = MultiThreadedExecutor(num_threads=8)
-    nodes: list[Node] = []
-
-    def add(node: Node) -> Node:
-        nodes.append(node)
-        executor.add_node(node)
-        return node
-
-    spinner = threading.Thread(target=executor.spin, daemon=True)
-    spinner.start()
-    yield add
-    for node in nodes:
-        if isinstance(node, RuntimeNode):
-            node.shutdown()
-    executor.shutdown()
-    for node in nodes:
-        node.destroy_node()
-    rclpy.try_shutdown()
 
 
 class RvizStandIn:
@@ -205,18 +181,14 @@ def test_a_bad_base_placement_is_refused_naming_the_parameter(ros) -> None:
 def test_toolkit_node_with_the_arm_inside_publishes_the_same_model_and_frames(ros, tmp_path) -> None:
     from rpent_ros.toolkit_node import ToolkitNode
 
-    toolkit = ToolkitNode(parameter_overrides=[
+    toolkit = ros(ToolkitNode(parameter_overrides=[
         Parameter("robot", value="franka"), Parameter("sim", value=True), Parameter("video_fps", value=0.0),
         Parameter("output_dir", value=str(tmp_path / "franka")), Parameter("publish_rate_hz", value=20.0),
-    ])
-    try:
-        ros(toolkit)
-        rviz = RvizStandIn(ros(Node("rviz_stand_in")), "/arm/robot_description")
-        moving_links = {f"arm_link{i}" for i in range(1, 8)} | {"arm_leftfinger", "arm_rightfinger", "arm_ee"}
-        rviz.wait_for(lambda: rviz.descriptions and "arm_link0" in rviz.static and moving_links <= set(rviz.dynamic),
-                      "the URDF, world -> arm_link0 and the moving links")
-        state = toolkit.runtime_kwargs["runtime"].arm().state()
-        tcp = rviz.in_frame("arm_hand_tcp", "arm_link0")
-        assert math.dist(tcp[:3, 3], state.pose.position) < 0.001
-    finally:
-        toolkit.shutdown()
+    ]))
+    rviz = RvizStandIn(ros(Node("rviz_stand_in")), "/arm/robot_description")
+    moving_links = {f"arm_link{i}" for i in range(1, 8)} | {"arm_leftfinger", "arm_rightfinger", "arm_ee"}
+    rviz.wait_for(lambda: rviz.descriptions and "arm_link0" in rviz.static and moving_links <= set(rviz.dynamic),
+                  "the URDF, world -> arm_link0 and the moving links")
+    state = toolkit.runtime_kwargs["runtime"].arm().state()
+    tcp = rviz.in_frame("arm_hand_tcp", "arm_link0")
+    assert math.dist(tcp[:3, 3], state.pose.position) < 0.001

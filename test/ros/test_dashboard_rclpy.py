@@ -14,12 +14,10 @@ import pytest
 rclpy = pytest.importorskip("rclpy", reason="rclpy not importable: ROS 2 is not sourced")
 pytest.importorskip("rpent.action", reason="rpent interfaces not generated: colcon build this package and source it")
 
-from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 
 from rpent.tools.steps import read_steps  # noqa: E402
 from rpent_ros.dashboard_node import DashboardNode  # noqa: E402
-from rpent_ros.spinning import BackgroundSpin  # noqa: E402
 from rpent_ros.toolkit_node import ToolkitNode  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(120)]
@@ -27,38 +25,22 @@ RECIPE = Path(__file__).resolve().parents[2] / "robots" / "toy" / "recipes" / "r
 
 
 @pytest.fixture
-def nodes(tmp_path):
-    """A toolkit node and a dashboard node against it, on one executor; the session is started."""
-    rclpy.init()
-    executor = MultiThreadedExecutor(num_threads=16)
-    spinning = BackgroundSpin(executor)
-    made = []
+def nodes(ros, tmp_path):
+    """A toolkit node and a dashboard node against it; the session is started."""
 
     def make(robot: str = "toy", **toolkit_params) -> tuple[ToolkitNode, DashboardNode]:
-        toolkit = ToolkitNode(parameter_overrides=[
+        toolkit = ros(ToolkitNode(parameter_overrides=[
             Parameter("robot", value=robot), Parameter("output_dir", value=str(tmp_path / "node")),
             Parameter("action_clips", value=True), *(Parameter(k, value=v) for k, v in toolkit_params.items()),
-        ])
-        dashboard = DashboardNode(parameter_overrides=[
+        ]))
+        dashboard = ros(DashboardNode(parameter_overrides=[
             Parameter("robot", value=robot), Parameter("planner", value="replay"), Parameter("recipe", value=str(RECIPE)),
             Parameter("output_dir", value=str(tmp_path / "dashboard")),
-        ])
-        for node in (toolkit, dashboard):
-            made.append(node)
-            executor.add_node(node)
+        ]))
         dashboard.session.start()
         return toolkit, dashboard
 
-    yield make
-    for node in made:
-        if isinstance(node, DashboardNode):
-            node.session.stop()
-        else:
-            node.shutdown()
-    spinning.stop()
-    for node in made:
-        node.destroy_node()
-    rclpy.try_shutdown()
+    return make
 
 
 def test_task_from_the_dashboard_runs_on_the_toolkit_node_and_keeps_one_record(nodes, tmp_path):

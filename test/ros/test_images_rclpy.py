@@ -18,7 +18,6 @@ cv_bridge = pytest.importorskip("cv_bridge", reason="cv_bridge not importable: b
 pytest.importorskip("rpent.action", reason="rpent interfaces not generated: colcon build this package and source it")
 
 from builtin_interfaces.msg import Time  # noqa: E402
-from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from sensor_msgs.msg import CameraInfo, Image  # noqa: E402
@@ -30,29 +29,6 @@ from rpent_ros.toolkit_client import RosToolkit  # noqa: E402
 from rpent_ros.toolkit_node import ToolkitNode  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(120)]
-
-
-@pytest.fixture
-def ros():
-    rclpy.init()
-    executor = MultiThreadedExecutor(num_threads=8)
-    nodes: list[Node] = []
-
-    def add(node: Node) -> Node:
-        nodes.append(node)
-        executor.add_node(node)
-        return node
-
-    spinner = threading.Thread(target=executor.spin, daemon=True)
-    spinner.start()
-    yield add
-    for node in nodes:
-        if isinstance(node, ToolkitNode):
-            node.shutdown()
-    executor.shutdown()
-    for node in nodes:
-        node.destroy_node()
-    rclpy.try_shutdown()
 
 
 class Inbox:

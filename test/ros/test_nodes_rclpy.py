@@ -16,7 +16,6 @@ rclpy = pytest.importorskip("rclpy", reason="rclpy not importable: ROS 2 is not 
 pytest.importorskip("rpent.action", reason="rpent interfaces not generated: colcon build this package and source it")
 
 from action_msgs.msg import GoalStatus  # noqa: E402
-from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 
@@ -27,29 +26,6 @@ from rpent_ros.toolkit_node import ToolkitNode  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(120)]
 RECIPE = Path(__file__).resolve().parents[2] / "robots" / "toy" / "recipes" / "red_block_in_bin.jsonl"
-
-
-@pytest.fixture
-def ros(tmp_path):
-    rclpy.init()
-    executor = MultiThreadedExecutor(num_threads=16)
-    nodes = []
-
-    def add(node):
-        nodes.append(node)
-        executor.add_node(node)
-        return node
-
-    spinner = threading.Thread(target=executor.spin, daemon=True)
-    spinner.start()
-    yield add
-    for node in nodes:
-        if isinstance(node, ToolkitNode):
-            node.shutdown()
-    executor.shutdown()
-    for node in nodes:
-        node.destroy_node()
-    rclpy.try_shutdown()
 
 
 def toolkit_node(ros, tmp_path, speed=0.5):
