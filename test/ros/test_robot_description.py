@@ -276,3 +276,15 @@ def test_rviz_config_draws_both_arms_in_world_with_cameras_and_observation() -> 
     assert any(d["Class"] == "rviz_default_plugins/TF" for d in displays)
     images = {d["Topic"]["Value"] for d in displays if d["Class"] == "rviz_default_plugins/Image"}
     assert images == {"/franka_sim/front/image_raw", "/franka_sim/top/image_raw", "/toolkit/observation/image_0"}
+
+
+def test_single_arm_rviz_config_draws_the_in_process_arm_and_its_observations() -> None:
+    config = yaml.safe_load((REPO / "config" / "franka.rviz").read_text())["Visualization Manager"]
+    assert config["Global Options"]["Fixed Frame"] == "world"
+    displays = [d for d in config["Displays"] if d.get("Enabled", True)]
+    models = [d for d in displays if d["Class"] == "rviz_default_plugins/RobotModel"]
+    # The franka robot's one arm is named "arm" (config/franka.yaml); the toolkit node latches its URDF.
+    assert [m["Description Topic"]["Value"] for m in models] == ["/arm/robot_description"]
+    assert models[0]["Description Topic"]["Durability Policy"] == "Transient Local"
+    images = {d["Topic"]["Value"] for d in displays if d["Class"] == "rviz_default_plugins/Image"}
+    assert images == {"/toolkit/observation/image_0", "/toolkit/observation/image_1"}
