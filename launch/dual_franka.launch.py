@@ -11,7 +11,14 @@ dashboard, rviz.
 from launch_ros.actions import Node
 
 from launch import LaunchDescription
-from rpent_ros.launch_helpers import DASHBOARD_ARGUMENTS, dashboard_node, dashboard_on, describe, planner_and_bridge
+from rpent_ros.launch_helpers import (
+    DASHBOARD_ARGUMENTS,
+    dashboard_node,
+    dashboard_on,
+    describe,
+    planner_and_bridge,
+    rviz_node,
+)
 
 ARGUMENTS = [
     ("use_sim", "false", "true: start franky-sim with two arms on 127.0.0.1/127.0.0.2 and simulated cameras"),
@@ -42,8 +49,6 @@ def _placement(get, arm):
 
 
 def _nodes(get):
-    from ament_index_python.packages import get_package_share_directory
-
     use_sim = get("use_sim").lower() == "true"
     mode = get("runtime_mode")
     ips = {"left": "127.0.0.1", "right": "127.0.0.2"} if use_sim else {"left": get("left_ip"), "right": get("right_ip")}
@@ -73,8 +78,7 @@ def _nodes(get):
         # Camera topics exist only when the cameras run in their own node.
         nodes.append(dashboard_node(get, "dual_franka", cameras_node if mode == "ros" else ""))
     if get("rviz").lower() == "true":
-        rviz_config = f"{get_package_share_directory('rpent')}/config/rpent.rviz"
-        nodes.append(Node(package="rviz2", executable="rviz2", arguments=["-d", rviz_config], output="screen"))
+        nodes.append(rviz_node("rpent.rviz"))
     return nodes
 
 

@@ -8,7 +8,14 @@
 from launch_ros.actions import Node
 
 from launch import LaunchDescription
-from rpent_ros.launch_helpers import DASHBOARD_ARGUMENTS, dashboard_node, dashboard_on, describe, planner_and_bridge
+from rpent_ros.launch_helpers import (
+    DASHBOARD_ARGUMENTS,
+    dashboard_node,
+    dashboard_on,
+    describe,
+    planner_and_bridge,
+    rviz_node,
+)
 
 ARGUMENTS = [
     ("use_sim", "false", "true: franky-sim in the toolkit node's process, simulated cameras"),
@@ -30,10 +37,7 @@ def _nodes(get):
     if dashboard_on(get):  # the cameras live inside the toolkit node: the views are its observation images
         nodes.append(dashboard_node(get, "franka"))
     if get("rviz").lower() == "true":
-        from ament_index_python.packages import get_package_share_directory
-
-        rviz_config = f"{get_package_share_directory('rpent')}/config/franka.rviz"
-        nodes.append(Node(package="rviz2", executable="rviz2", arguments=["-d", rviz_config], output="screen"))
+        nodes.append(rviz_node("franka.rviz"))
     return nodes
 
 

@@ -68,3 +68,11 @@ def describe(arguments: Sequence[Argument], nodes: Callable[[Callable[[str], str
 
     declared = [DeclareLaunchArgument(n, default_value=d, description=t) for n, d, t in [*arguments, *PLANNER_ARGUMENTS, *extra]]
     return [*declared, OpaqueFunction(function=build)]
+
+
+def rviz_node(config_name: str) -> Node:
+    """rviz2 with one of this package's configs (config/<config_name>)."""
+    from ament_index_python.packages import get_package_share_directory
+
+    config = f"{get_package_share_directory('rpent')}/config/{config_name}"
+    return Node(package="rviz2", executable="rviz2", arguments=["-d", config], output="screen")

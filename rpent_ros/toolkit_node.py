@@ -170,13 +170,8 @@ class ToolkitNode(Node):
         """Close the current record and start a fresh toolkit, so the next planner starts clean."""
         with self._lock:
             output_dir = request.output_dir or str(self._next_default_dir())
-            old = self.toolkit
             try:
-                old.close(timeout=60)  # lets running calls finish; saves the video
-                self.config.output_dir = Path(output_dir)
-                self.toolkit = self.robot.get_toolkit(
-                    runtime_kwargs=self.runtime_kwargs, dashboard_events=self.events, config=self.config
-                )
+                self._reopen(Path(output_dir))
             except Exception as exc:
                 response.ok, response.error = False, f"{type(exc).__name__}: {exc}"
                 return response
@@ -188,21 +183,28 @@ class ToolkitNode(Node):
         self._tasks += 1
         return self._base_output_dir / f"task-{self._tasks:03d}"
 
+    def _reopen(self, output_dir: Path) -> Path | None:
+        """Close the current record (running calls finish, the video is saved) and open one in `output_dir`.
+
+        Returns the closed record's episode video. Call with `_lock` held.
+        """
+        episode = self.toolkit.close(timeout=60)
+        self.config.output_dir = output_dir
+        self.toolkit = self.robot.get_toolkit(runtime_kwargs=self.runtime_kwargs, dashboard_events=self.events,
+                                              config=self.config)
+        return episode
+
     def _close_task(self, request: CloseTask.Request, response: CloseTask.Response) -> CloseTask.Response:
         """Write the recipe (if tagged), close the record, open a fresh one; then announce it on ~/events."""
         with self._lock:
-            old, closed_dir = self.toolkit, self.config.output_dir
-            recipe = episode = None
+            closed_dir = self.config.output_dir
+            recipe = None
             try:
-                recipe = old.write_recipe(request.recipe_tag) if request.recipe_tag else None
+                recipe = self.toolkit.write_recipe(request.recipe_tag) if request.recipe_tag else None
             except Exception as exc:
                 response.error = f"recipe not written: {type(exc).__name__}: {exc}"
             try:
-                episode = old.close(timeout=60)
-                self.config.output_dir = self._next_default_dir()
-                self.toolkit = self.robot.get_toolkit(
-                    runtime_kwargs=self.runtime_kwargs, dashboard_events=self.events, config=self.config
-                )
+                episode = self._reopen(self._next_default_dir())
             except Exception as exc:
                 response.ok, response.error = False, f"{type(exc).__name__}: {exc}"
                 return response

@@ -7,13 +7,12 @@ and settle within ~0.3 s of sim time (its PD controller, not franky), so the tes
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 import time
 
 import numpy as np
 import pytest
+from sim_process import franka_sim_process
 
 from robots.franka.config import HOME_JOINTS_RAD
 from robots.franka.franky_arm import FrankyArm
@@ -201,13 +200,7 @@ def test_second_client_on_a_held_robot_fails_clearly(sim_runtime: FrankaRuntime)
 
 @pytest.mark.timeout(120)
 def test_simulator_killed_mid_motion_is_a_clear_error() -> None:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "robots.franka.sim", "--host", "127.0.0.201", "--host", "127.0.0.202"],
-        stdout=subprocess.PIPE, text=True,
-    )
-    try:
-        line = _read_ready(proc, timeout_s=60)
-        host = line.split()[1]
+    with franka_sim_process("127.0.0.201", "127.0.0.202") as (proc, host):
         arm = FrankyArm(host, connect_timeout_s=10)
         arm.start_relative((0.0, 0.0, -0.08), speed_factor=0.1)
         proc.kill()
@@ -215,15 +208,3 @@ def test_simulator_killed_mid_motion_is_a_clear_error() -> None:
         with pytest.raises(RuntimeFault, match=f"lost connection to the robot at {host}"):
             arm.wait(timeout_s=30)
         assert time.monotonic() - began < 10
-    finally:
-        proc.kill()
-        proc.wait(10)
-
-
-def _read_ready(proc: subprocess.Popen, timeout_s: float) -> str:
-    result: list[str] = []
-    reader = threading.Thread(target=lambda: result.append(proc.stdout.readline()), daemon=True)
-    reader.start()
-    reader.join(timeout_s)
-    assert result and result[0].startswith("READY "), f"simulator did not start: {result}"
-    return result[0]

@@ -6,15 +6,13 @@ Tolerances: Cartesian targets within 2 mm, gripper widths within 5 mm of the cub
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
+from sim_process import franka_sim_process
 
 from robots.dual_franka.toolkit import DualFrankaToolkit
 from robots.franka.config import ArmConfig, FrankaConfig
@@ -226,17 +224,7 @@ def test_dual_arm_tools_move_the_named_arm_and_both_at_once(tmp_path: Path) -> N
 
 @pytest.mark.timeout(120)
 def test_simulator_killed_mid_motion_gives_a_tool_error_not_a_hang(tmp_path: Path) -> None:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "robots.franka.sim", "--host", "127.0.0.211", "--host", "127.0.0.212"],
-        stdout=subprocess.PIPE, text=True,
-    )
-    try:
-        lines: list[str] = []
-        reader = threading.Thread(target=lambda: lines.append(proc.stdout.readline()), daemon=True)
-        reader.start()
-        reader.join(60)
-        assert lines and lines[0].startswith("READY "), f"simulator did not start: {lines}"
-        host = lines[0].split()[1]
+    with franka_sim_process("127.0.0.211", "127.0.0.212") as (proc, host):
         runtime = build_runtime(FrankaConfig(arms=[ArmConfig(host=host, connect_timeout_s=10)], safety_file=None))
         kit = FrankaToolkit(robot=runtime, output_dir=tmp_path)
         try:
@@ -252,6 +240,3 @@ def test_simulator_killed_mid_motion_gives_a_tool_error_not_a_hang(tmp_path: Pat
         finally:
             kit.close(timeout=10)
             runtime.close()
-    finally:
-        proc.kill()
-        proc.wait(10)

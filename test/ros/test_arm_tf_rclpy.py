@@ -8,8 +8,6 @@ no ROS 2; run these in a sourced ROS 2 Jazzy workspace where this package was bu
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
 import threading
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterator
@@ -26,6 +24,7 @@ from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
+from sim_process import franka_sim_process  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
@@ -38,20 +37,8 @@ LATCHED = QoSProfile(depth=10, durability=DurabilityPolicy.TRANSIENT_LOCAL, reli
 
 @pytest.fixture(scope="module")
 def sim_host() -> Iterator[str]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "robots.franka.sim", *(f"--host=127.0.0.{b}" for b in range(146, 151))],
-        stdout=subprocess.PIPE, text=True,
-    )
-    try:
-        line: list[str] = []
-        reader = threading.Thread(target=lambda: line.append(proc.stdout.readline()), daemon=True)
-        reader.start()
-        reader.join(60)
-        assert line and line[0].startswith("READY "), f"simulator did not start: {line}"
-        yield line[0].split()[1]
-    finally:
-        proc.kill()
-        proc.wait(10)
+    with franka_sim_process(*(f"127.0.0.{b}" for b in range(146, 151))) as (_proc, host):
+        yield host
 
 
 class RvizStandIn:

@@ -10,8 +10,6 @@ coordinates. franky's EE on the FR3 with the Franka Hand is `<arm>_hand_tcp`: th
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
 import threading
 import time
 import xml.etree.ElementTree as ET
@@ -22,6 +20,7 @@ from urllib.parse import unquote, urlparse
 import numpy as np
 import pytest
 import yaml
+from sim_process import franka_sim_process
 
 from rpent.runtime.types import ArmState, quat_angle, quat_from_rpy
 from rpent_ros.robot_description import (
@@ -212,29 +211,21 @@ def test_hand_tcp_matches_frankys_end_effector_pose_over_fci() -> None:
     pytest.importorskip("franky", reason="franky-control is not installed (pip install rpent[sim])")
     from robots.franka.franky_arm import FrankyArm
 
-    # The same simulator process test/franka uses (`python -m robots.franka.sim`), on addresses of its own.
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "robots.franka.sim", *(f"--host=127.0.0.{b}" for b in range(141, 146))],
-        stdout=subprocess.PIPE, text=True,
-    )
-    arm = None
-    try:
-        host = _read_ready(proc, timeout_s=60).split()[1]
+    # The same simulator process test/franka uses, on addresses of its own.
+    with franka_sim_process(*(f"127.0.0.{b}" for b in range(141, 146))) as (_proc, host):
         arm = FrankyArm(host, name="left", connect_timeout_s=10)
-        described = load_arm_description("left")
-        targets = [HOME, (0.3, -0.4, 0.2, -2.0, 0.1, 1.8, 0.5), (-0.5, 0.3, -0.3, -1.8, -0.4, 2.2, -0.3)]
-        for target in targets:
-            arm.start_joints([target], speed_factor=0.3)
-            assert arm.wait(timeout_s=60).finished
-            state = _settled(arm, target, timeout_s=30)  # joints and O_T_EE of one robot state
-            tcp = described.link_pose("left_hand_tcp", described.joint_positions(state.joints))
-            assert math.dist(tcp[:3, 3], state.pose.position) < POS_TOL_M
-            assert quat_angle(quaternion_xyzw(tcp[:3, :3]), state.pose.quaternion) < ANGLE_TOL_RAD
-    finally:
-        if arm is not None:
+        try:
+            described = load_arm_description("left")
+            targets = [HOME, (0.3, -0.4, 0.2, -2.0, 0.1, 1.8, 0.5), (-0.5, 0.3, -0.3, -1.8, -0.4, 2.2, -0.3)]
+            for target in targets:
+                arm.start_joints([target], speed_factor=0.3)
+                assert arm.wait(timeout_s=60).finished
+                state = _settled(arm, target, timeout_s=30)  # joints and O_T_EE of one robot state
+                tcp = described.link_pose("left_hand_tcp", described.joint_positions(state.joints))
+                assert math.dist(tcp[:3, 3], state.pose.position) < POS_TOL_M
+                assert quat_angle(quaternion_xyzw(tcp[:3, :3]), state.pose.quaternion) < ANGLE_TOL_RAD
+        finally:
             arm.close()
-        proc.kill()
-        proc.wait(10)
 
 
 def _settled(arm: FrankyArm, target: tuple[float, ...], timeout_s: float) -> ArmState:
@@ -252,15 +243,6 @@ def _settled(arm: FrankyArm, target: tuple[float, ...], timeout_s: float) -> Arm
             return state
         assert time.monotonic() < deadline, f"joints did not settle at {target}: {state.joints}"
         pause.wait(0.05)
-
-
-def _read_ready(proc: subprocess.Popen, timeout_s: float) -> str:
-    line: list[str] = []
-    reader = threading.Thread(target=lambda: line.append(proc.stdout.readline()), daemon=True)
-    reader.start()
-    reader.join(timeout_s)
-    assert line and line[0].startswith("READY "), f"simulator did not start: {line}"
-    return line[0]
 
 
 # --- rviz ------------------------------------------------------------------------------------
