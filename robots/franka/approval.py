@@ -1,11 +1,33 @@
-"""Operator approval of motions on a terminal: the CLI `ApprovalChannel`."""
+"""Operator approval of motions: `approve` (asked before any motion) and the terminal `ApprovalChannel`."""
 
 from __future__ import annotations
 
 import select
 import sys
 import threading
-from typing import TextIO
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, TextIO
+
+from rpent.tools import ToolContext
+
+if TYPE_CHECKING:
+    from robots.franka.franky_arm import FrankyArm
+    from robots.franka.runtime import FrankaRuntime
+
+
+def approve(ctx: ToolContext[FrankaRuntime], arms: Sequence[FrankyArm], description: str) -> None:
+    """Ask the operator when any involved arm requires approval; raise if denied or unanswered."""
+    needed = [a for a in arms if a.envelope.limits.require_approval]
+    if not needed:
+        return
+    channel = ctx.robot.approval
+    if channel is None:
+        raise PermissionError(f"{needed[0].name}: approval is required but no operator channel is connected")
+    timeout = min(a.envelope.limits.approval_timeout_s for a in needed)
+    ctx.report("awaiting_approval", description)
+    if not channel.request(str(ctx.call_id), f"{ctx.tool_name}: {description}", timeout):
+        raise PermissionError(f"operator denied the motion or did not answer within {timeout:.0f} s ({description}); nothing moved")
+    ctx.check_cancelled()
 
 
 class CliApprovalChannel:

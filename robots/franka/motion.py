@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from robots.franka.approval import approve
 from robots.franka.franky_arm import FrankyArm
 from robots.franka.franky_gripper import FrankyGripper
 from robots.franka.runtime import FrankaRuntime
@@ -73,21 +74,6 @@ def target_pose(
         return Pose(tuple(position), current.quaternion)  # type: ignore[arg-type]
     filled = [c if a is None else a for a, c in zip(rpy, current.rpy, strict=True)]
     return Pose.from_rpy(position, filled)
-
-
-def approve(ctx: ToolContext[FrankaRuntime], arms: Sequence[FrankyArm], description: str) -> None:
-    """Ask the operator when any involved arm requires approval; raise if denied or unanswered."""
-    needed = [a for a in arms if a.envelope.limits.require_approval]
-    if not needed:
-        return
-    channel = ctx.robot.approval
-    if channel is None:
-        raise PermissionError(f"{needed[0].name}: approval is required but no operator channel is connected")
-    timeout = min(a.envelope.limits.approval_timeout_s for a in needed)
-    ctx.report("awaiting_approval", description)
-    if not channel.request(str(ctx.call_id), f"{ctx.tool_name}: {description}", timeout):
-        raise PermissionError(f"operator denied the motion or did not answer within {timeout:.0f} s ({description}); nothing moved")
-    ctx.check_cancelled()
 
 
 @contextmanager
