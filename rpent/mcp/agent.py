@@ -10,6 +10,7 @@ Everything is async (the Anthropic SDK's async client, the MCP SDK), so the agen
 its event loop. Endpoint: `base_url`, else $ANTHROPIC_BASE_URL, else the public Anthropic API
 (any Anthropic-compatible gateway works); key: `api_key`, else the variable named by
 `api_key_env` (default ANTHROPIC_API_KEY); model default: `rpent.planner.api.DEFAULT_MODEL`.
+Only a reply whose stream arrived whole is acted on (`rpent.planner.stream`).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from rpent.mcp.connections import (
     mcp_content_to_anthropic,
 )
 from rpent.planner.api import DEFAULT_MODEL
+from rpent.planner.stream import StreamCut, read_message
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +55,8 @@ DEFAULT_SYSTEM_PROMPT = (
 )
 CANCELLED_TEXT = "Not completed: the user cancelled this request while the tool call was in progress."
 TRUNCATED_TEXT = "Not executed: your reply hit the output token limit, so this call may be incomplete."
+CUT_OFF_TEXT = "The model's output was cut off on every attempt ({attempts}); none of it was run."
+_MAX_RETRY_DELAY_S = 8.0
 
 
 class ToolNameConflict(ValueError):
@@ -81,14 +85,18 @@ class ToolCallRecord:
 
 @dataclass
 class ChatResult:
-    """How one chat() ended: the model's final text, why it stopped, and the calls it made."""
+    """How one chat() ended: the model's final text, why it stopped, and the calls it made.
+
+    `discarded`: replies whose stream broke off, as far as they had arrived (never acted on).
+    """
 
     text: str
-    stop_reason: str  # end_turn, stop_sequence, max_tokens, refusal, ... or "max_iterations"
+    stop_reason: str  # end_turn, stop_sequence, max_tokens, refusal, ... or "max_iterations", "output_cut_off"
     iterations: int
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
     input_tokens: int = 0
     output_tokens: int = 0
+    discarded: list[dict[str, Any]] = field(default_factory=list)
 
 
 class RobotAgent:
@@ -100,7 +108,9 @@ class RobotAgent:
     coroutine returning text, PNG bytes, content blocks or JSON-able data (raising means an error
     result); `tool_filter(server_name, mcp_tool) -> bool` to leave MCP tools out; `max_iterations`
     (model requests per chat); `tool_timeout_s` (per MCP call; None waits as long as the robot
-    takes); `connect_timeout_s` (per server).
+    takes); `connect_timeout_s` (per server); `max_retries` (the SDK's retries of failed requests,
+    and as many re-sends of a request whose reply stream broke off, waiting `retry_base_delay_s`,
+    doubling each time).
     """
 
     def __init__(
@@ -118,6 +128,8 @@ class RobotAgent:
         bearer_auth: bool = False,
         max_iterations: int = 25,
         max_output_tokens: int = 4096,
+        max_retries: int = 2,
+        retry_base_delay_s: float = 0.5,
         connect_timeout_s: float = 60.0,
         tool_timeout_s: float | None = None,
         request_timeout_s: float = 600.0,
@@ -129,7 +141,10 @@ class RobotAgent:
             raise ValueError(f"max_iterations: must be an integer >= 1, got {max_iterations!r}")
         if not isinstance(max_output_tokens, int) or max_output_tokens < 1:
             raise ValueError(f"max_output_tokens: must be an integer >= 1, got {max_output_tokens!r}")
+        if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
+            raise ValueError(f"max_retries: must be an integer >= 0, got {max_retries!r}")
         for option, value in (("connect_timeout_s", connect_timeout_s), ("request_timeout_s", request_timeout_s),
+                              ("retry_base_delay_s", retry_base_delay_s),
                               ("tool_timeout_s", tool_timeout_s if tool_timeout_s is not None else 1.0)):
             if not isinstance(value, (int, float)) or value <= 0:
                 raise ValueError(f"{option}: must be a positive number of seconds, got {value!r}")
@@ -149,6 +164,8 @@ class RobotAgent:
         self.bearer_auth = bearer_auth
         self.max_iterations = max_iterations
         self.max_output_tokens = max_output_tokens
+        self.max_retries = max_retries
+        self.retry_base_delay_s = retry_base_delay_s
         self.connect_timeout_s = connect_timeout_s
         self.tool_timeout_s = tool_timeout_s
         self.request_timeout_s = request_timeout_s
@@ -195,7 +212,8 @@ class RobotAgent:
             await self._close_connections()
             raise
         credentials = {"auth_token": self._api_key} if self.bearer_auth else {"api_key": self._api_key}
-        self._client = anthropic.AsyncAnthropic(base_url=self.base_url, timeout=self.request_timeout_s, **credentials)
+        self._client = anthropic.AsyncAnthropic(base_url=self.base_url, timeout=self.request_timeout_s,
+                                                max_retries=self.max_retries, **credentials)
         return dict(self.servers)
 
     def _register_tools(self) -> None:
@@ -275,9 +293,14 @@ class RobotAgent:
     async def _chat(self, message: str, on_tool_call: OnToolCall | None, on_text: OnText | None) -> ChatResult:
         self._add_user([{"type": "text", "text": message}])
         records: list[ToolCallRecord] = []
+        discarded: list[dict[str, Any]] = []
         usage = [0, 0]
         for iteration in range(1, self.max_iterations + 1):
-            reply = await self._request(on_text)
+            try:
+                reply = await self._request(on_text, discarded)
+            except StreamCut:
+                text = CUT_OFF_TEXT.format(attempts=len(discarded))
+                return ChatResult(text, "output_cut_off", iteration, records, *usage, discarded=discarded)
             usage[0] += reply.usage.input_tokens or 0
             usage[1] += reply.usage.output_tokens or 0
             blocks = [_block_dict(b) for b in reply.content if not (b.type == "text" and not b.text)]
@@ -286,7 +309,8 @@ class RobotAgent:
             tool_uses = [b for b in blocks if b["type"] == "tool_use"]
             if not tool_uses:
                 text = "".join(b["text"] for b in blocks if b["type"] == "text")
-                return ChatResult(text, reply.stop_reason or "end_turn", iteration, records, *usage)
+                stop_reason = reply.stop_reason or "end_turn"
+                return ChatResult(text, stop_reason, iteration, records, *usage, discarded=discarded)
             if reply.stop_reason == "max_tokens":
                 # A reply cut off mid-call may carry truncated arguments: never run it on a robot.
                 self._add_user([_result_block(b["id"], [{"type": "text", "text": TRUNCATED_TEXT}], True) for b in tool_uses])
@@ -294,22 +318,38 @@ class RobotAgent:
             self._add_user(await self._run_tools(tool_uses, on_tool_call, records))
         log.warning("chat stopped after max_iterations (%d) model requests", self.max_iterations)
         return ChatResult(f"Stopped after {self.max_iterations} model requests (max_iterations) without finishing.",
-                          "max_iterations", self.max_iterations, records, *usage)
+                          "max_iterations", self.max_iterations, records, *usage, discarded=discarded)
 
-    async def _request(self, on_text: OnText | None) -> Any:
-        assert self._client is not None
+    async def _request(self, on_text: OnText | None, discarded: list[dict[str, Any]]) -> Any:
         request: dict[str, Any] = {
             "model": self.model, "max_tokens": self.max_output_tokens, "system": self.system_prompt(),
             "messages": self.messages,
         }
         if self._tools:
             request["tools"] = self._tools
-        async with self._client.messages.stream(**request) as stream:
-            if on_text is not None:
-                async for event in stream:
-                    if event.type == "text":
-                        await _maybe_await(on_text(event.text))
-            return await stream.get_final_message()
+
+        async def text(fragment: str) -> None:
+            await _maybe_await(on_text(fragment))
+
+        return await self._whole_reply(request, text if on_text is not None else None, discarded)
+
+    async def _whole_reply(self, request: dict[str, Any], on_text: Callable[[str], Awaitable[None]] | None,
+                           discarded: list[dict[str, Any]]) -> Any:
+        """A reply that arrived whole. A cut one goes to `discarded` and the request is sent again, as
+        the SDK re-sends one whose connection failed; StreamCut once `max_retries` re-sends were cut too."""
+        assert self._client is not None
+        attempt = 0
+        while True:
+            try:
+                return await read_message(self._client, request, on_text)
+            except StreamCut as cut:
+                discarded.append(cut.record())
+                if attempt >= self.max_retries:
+                    raise
+                delay = min(self.retry_base_delay_s * 2**attempt, _MAX_RETRY_DELAY_S)
+                attempt += 1
+                log.warning("%s; retry %d/%d in %.2f s", cut, attempt, self.max_retries, delay)
+                await asyncio.sleep(delay)
 
     async def _run_tools(self, tool_uses: list[dict[str, Any]], on_tool_call: OnToolCall | None,
                          records: list[ToolCallRecord]) -> list[dict[str, Any]]:

@@ -2,7 +2,9 @@
 
 The loop runs on its own asyncio event loop (the async client never blocks it); tool calls run in
 the toolkit's worker threads through `rpent.planner.base.execute_tool`. Works against any
-Anthropic-compatible endpoint (base URL, key variable and model are options).
+Anthropic-compatible endpoint (base URL, key variable and model are options). Only a reply whose
+stream arrived whole is acted on (`rpent.planner.stream`): a cut one is recorded as discarded and
+the request retried like a dropped connection.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from rpent.planner.base import (
     check_positive,
     execute_tool,
 )
+from rpent.planner.stream import StreamCut, read_message
 from rpent.tools.result import ToolResult
 from rpent.tools.toolkit import Toolkit
 
@@ -153,6 +156,7 @@ class _Run:
         self.max_turns = max_turns
         self.messages: list[dict[str, Any]] = []     # what the API sees (images inline)
         self.transcript: list[dict[str, Any]] = []   # what is written to disk (images as paths)
+        self._user_record: list[dict[str, Any]] = []  # content of the newest user entry in the transcript
         self.usage = TokenUsage()
         self.turns = 0
         self.started = time.monotonic()
@@ -211,6 +215,9 @@ class _Run:
                     return self._result(PlannerStatus.ERROR, f"unhandled stop_reason {stop!r}")
         except _Stop as stop_:
             return self._result(stop_.status, stop_.reason)
+        except StreamCut as cut:
+            return self._result(PlannerStatus.ERROR, "the model's output was cut off and the retries are "
+                                "used up; none of it was run", cut)
         except (anthropic.APIError, ValueError) as error:
             log.error("model request failed: %s", error)
             return self._result(PlannerStatus.ERROR, "the model service failed", error)
@@ -268,9 +275,12 @@ class _Run:
         attempt = 0
         while True:
             try:
-                message = await self._stream(request)
+                message = await read_message(self.client, request, self._on_text)
                 break
-            except (anthropic.APIConnectionError, anthropic.APIStatusError) as error:
+            except (anthropic.APIConnectionError, anthropic.APIStatusError, StreamCut) as error:
+                if isinstance(error, StreamCut):
+                    # Never acted on, but kept: the transcript shows what the model had begun to do.
+                    self.transcript.append(error.record())
                 if attempt >= self.p.max_retries or not _retryable(error):
                     raise
                 delay = self._retry_delay(error, attempt)
@@ -287,16 +297,13 @@ class _Run:
         ))
         return message
 
-    async def _stream(self, request: dict[str, Any]) -> Any:
-        on_text = self.p.on_text
-        async with self.client.messages.stream(**request) as stream:
-            async for event in stream:
-                if on_text is not None and event.type == "text":
-                    try:
-                        on_text(event.text)
-                    except Exception:  # a broken display must not break the run
-                        log.exception("on_text callback failed")
-            return await stream.get_final_message()
+    async def _on_text(self, text: str) -> None:
+        if self.p.on_text is None:
+            return
+        try:
+            self.p.on_text(text)
+        except Exception:  # a broken display must not break the run
+            log.exception("on_text callback failed")
 
     def _retry_delay(self, error: Exception, attempt: int) -> float:
         response = getattr(error, "response", None)
@@ -377,11 +384,13 @@ class _Run:
         api = [*content, *notes]
         recorded = [*(content if record is None else record), *notes]
         if self.messages and self.messages[-1]["role"] == "user":
-            # Consecutive user turns (e.g. after an empty assistant reply) are merged into one.
+            # Consecutive user turns (e.g. after an empty assistant reply) are merged into one; the
+            # transcript may have entries after that turn's record (the empty reply, discarded ones).
             self.messages[-1]["content"].extend(api)
-            self.transcript[-1]["content"].extend(recorded)
+            self._user_record.extend(recorded)
         else:
             self.messages.append({"role": "user", "content": api})
+            self._user_record = recorded
             self.transcript.append({"role": "user", "content": recorded})
 
     def _add_assistant(self, message: Any) -> list[dict[str, Any]]:
@@ -414,7 +423,7 @@ def _block_dict(block: Any) -> dict[str, Any]:
 
 
 def _retryable(error: Exception) -> bool:
-    if isinstance(error, anthropic.APIConnectionError):
+    if isinstance(error, (anthropic.APIConnectionError, StreamCut)):  # a cut stream is a dropped connection
         return True
     assert isinstance(error, anthropic.APIStatusError)
     if error.status_code in _RETRYABLE_STATUS or error.status_code >= 500:
@@ -425,5 +434,7 @@ def _retryable(error: Exception) -> bool:
 
 
 def _describe(error: Exception) -> str:
+    if isinstance(error, StreamCut):
+        return error.reason
     status = getattr(error, "status_code", None)
     return f"{type(error).__name__} {status}" if status else type(error).__name__

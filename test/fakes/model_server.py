@@ -2,13 +2,15 @@
 
 It speaks the Anthropic Messages API (JSON and SSE) and the OpenAI Responses API (SSE) closely
 enough for the official clients (anthropic SDK, Claude Code CLI, Codex CLI). Each model request
-consumes the next scripted turn; every request is recorded for assertions.
+consumes the next scripted turn; every request is recorded for assertions. A streamed reply can be
+cut (``Reply(cut=Cut(...))``): the connection dropped mid-body, or the body ended early.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import math
 import socket
 import threading
@@ -24,11 +26,22 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from . import anthropic_wire, responses_wire
-from .script import Answer, Failure, RecordedRequest, Reply, Turn
+from .script import Answer, Cut, Failure, RecordedRequest, Reply, Turn
 
 
 class ScriptError(AssertionError):
     """The client sent something the script did not expect (or more requests than scripted)."""
+
+
+class _DroppedConnection(Exception):
+    """Raised inside a streamed body: uvicorn then closes the socket without ending the body."""
+
+
+class _QuietDrops(logging.Filter):
+    """Keeps uvicorn from logging a scripted connection drop as a crash of the application."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], _DroppedConnection))
 
 
 class _Server(uvicorn.Server):
@@ -102,6 +115,9 @@ class FakeModelServer:
             self._app(), log_level="warning", access_log=False, lifespan="off",
             timeout_graceful_shutdown=2, timeout_keep_alive=30,
         )
+        uvicorn_log = logging.getLogger("uvicorn.error")  # set up by Config, so added after it
+        if not any(isinstance(f, _QuietDrops) for f in uvicorn_log.filters):
+            uvicorn_log.addFilter(_QuietDrops())
         self._server = _Server(config)
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [sock]}, name="fake-model-server", daemon=True
@@ -202,7 +218,7 @@ class FakeModelServer:
             recorded.finished_at = time.perf_counter()
             return JSONResponse(anthropic_wire.message_json(body, answer),
                                 headers={"request-id": f"req_{len(self.requests)}"})
-        return self._stream(events, recorded)
+        return self._stream(events, recorded, answer.cut if isinstance(answer, Reply) else None)
 
     async def _responses(self, request: Request) -> Response:
         recorded = await self._record(request)
@@ -215,7 +231,7 @@ class FakeModelServer:
             events = responses_wire.failing_events(body, answer)
         else:
             events = responses_wire.response_events(body, answer)
-        return self._stream(events, recorded)
+        return self._stream(events, recorded, answer.cut if isinstance(answer, Reply) else None)
 
     @staticmethod
     def _failure_response(failure: Failure, payload: dict[str, Any]) -> Response:
@@ -225,12 +241,37 @@ class FakeModelServer:
             headers["retry-after"] = str(math.ceil(failure.retry_after_s))
         return JSONResponse(payload, status_code=failure.status, headers=headers)
 
-    @staticmethod
-    def _stream(events: Iterator[bytes], recorded: RecordedRequest) -> StreamingResponse:
+    def _stream(self, events: Iterator[bytes], recorded: RecordedRequest, cut: Cut | None) -> StreamingResponse:
         async def body() -> AsyncIterator[bytes]:
-            for event in events:
-                yield event
-            recorded.finished_at = time.perf_counter()
+            try:
+                for event in events if cut is None else self._until_cut(events, cut):
+                    yield event
+            finally:
+                recorded.finished_at = time.perf_counter()
 
         return StreamingResponse(body(), media_type="text/event-stream",
                                  headers={"cache-control": "no-cache"})
+
+    def _until_cut(self, events: Iterator[bytes], cut: Cut) -> Iterator[bytes]:
+        seen = 0
+        for event in events:
+            yield event
+            if cut.after in _event_kinds(event):
+                seen += 1
+                if seen == cut.nth:
+                    if cut.drop_connection:
+                        raise _DroppedConnection()
+                    return
+        # A cut that never happens would let the test pass on a complete stream.
+        with self._lock:
+            self.errors.append(ScriptError(f"scripted cut never reached: {cut}"))
+
+
+def _event_kinds(event: bytes) -> set[str]:
+    """The SSE event name and, for a delta event, the delta's type."""
+    fields = dict(line.split(": ", 1) for line in event.decode().strip().splitlines())
+    kinds = {fields.get("event", "")}
+    delta = json.loads(fields.get("data", "{}")).get("delta")
+    if isinstance(delta, dict):
+        kinds.add(delta.get("type", ""))
+    return kinds

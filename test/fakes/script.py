@@ -37,11 +37,29 @@ class ToolUse:
 
 
 @dataclass
+class Cut:
+    """Where a streamed reply breaks off: right after the ``nth`` SSE event of kind ``after``.
+
+    ``after`` is an SSE event name (``content_block_start``, ``message_delta``, ...) or, for
+    Anthropic deltas, a delta type (``text_delta``, ``input_json_delta``; a tool call's first
+    input_json_delta is the empty one). ``drop_connection``: close the TCP connection in the
+    middle of the chunked body, as a network failure or a dying proxy does (the client sees an
+    incomplete read); False ends the HTTP body cleanly, the remaining events simply missing (a
+    proxy that closes a stream it considers idle). Either way no ``message_stop`` arrives.
+    """
+
+    after: str
+    nth: int = 1
+    drop_connection: bool = True
+
+
+@dataclass
 class Reply:
     """One model turn. ``stop_reason`` defaults to tool_use when a ToolUse is present, else end_turn.
 
     ``hold``: the server waits for this event (up to ``hold_timeout_s``) before answering, so a
     test can keep a model request in flight (e.g. to abort during it) without sleeping.
+    ``cut``: a streamed answer breaks off there (JSON answers are unaffected).
     """
 
     content: list[Text | ToolUse] = field(default_factory=list)
@@ -49,6 +67,7 @@ class Reply:
     usage: dict[str, int] = field(default_factory=dict)
     hold: threading.Event | None = None
     hold_timeout_s: float = 30.0
+    cut: Cut | None = None
 
     def resolved_stop_reason(self) -> str:
         if self.stop_reason is not None:

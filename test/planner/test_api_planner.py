@@ -301,6 +301,16 @@ def test_end_turn_without_finish_is_nudged_once_then_reported(model_server: Fake
     assert result.status is PlannerStatus.MODEL_ENDED and result.turns == 2
 
 
+def test_a_nudge_after_an_empty_reply_is_recorded_in_the_user_entry_it_joins(model_server: FakeModelServer,
+                                                                            toolkit: ToyToolkit) -> None:
+    model_server.script(Reply([]), Reply([finish_turn()]))
+    result = solve(model_server, toolkit)
+    assert result.status is PlannerStatus.FINISHED
+    user, empty = result.transcript[1:3]
+    assert empty == {"role": "assistant", "content": [], "stop_reason": "end_turn"}
+    assert user["role"] == "user" and user["content"][-1] == {"type": "text", "text": NUDGE_TEXT}
+
+
 def test_refusal_stops_the_run(model_server: FakeModelServer, toolkit: ToyToolkit) -> None:
     model_server.script(Reply([Text("I can't help with that.")], stop_reason="refusal"))
     result = solve(model_server, toolkit)

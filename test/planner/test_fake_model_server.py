@@ -8,7 +8,7 @@ import json
 import anthropic
 import httpx
 import pytest
-from fakes import Failure, FakeModelServer, Reply, ScriptError, Text, ToolUse
+from fakes import Cut, Failure, FakeModelServer, Reply, ScriptError, Text, ToolUse
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -135,3 +135,45 @@ def test_responses_api_streams_function_call_with_namespace_and_usage(model_serv
     assert done[1] == {"type": "function_call", "id": done[1]["id"], "call_id": "call_1", "name": "move",
                        "namespace": "mcp__robot", "arguments": '{"dx": 1}', "status": "completed"}
     assert events[-1][1]["response"]["usage"]["total_tokens"] > 0
+
+
+def _stream_events(server: FakeModelServer, received: list[tuple[str, dict]]) -> None:
+    """POST a streaming request with a raw HTTP client, collecting the SSE events as they arrive."""
+    with httpx.Client(base_url=server.base_url) as http, http.stream("POST", "/v1/messages", json=_ask(stream=True)) as reply:
+        for chunk in reply.iter_text():
+            received.extend(_sse_events(chunk))
+
+
+def test_cut_drops_the_connection_mid_arguments_without_message_stop(model_server: FakeModelServer) -> None:
+    model_server.script(Reply([ToolUse("move", {"dx": 0.125, "label": "left"})], cut=Cut("input_json_delta", nth=2)))
+    received: list[tuple[str, dict]] = []
+    with pytest.raises(httpx.RemoteProtocolError, match="incomplete chunked read"):
+        _stream_events(model_server, received)
+    kinds = [kind for kind, _ in received]
+    assert kinds == ["message_start", "ping", "content_block_start", "content_block_delta", "content_block_delta"]
+    assert received[-1][1]["delta"] == {"type": "input_json_delta", "partial_json": '{"dx": 0.125'}
+
+
+def test_cut_can_end_the_body_cleanly_with_the_rest_missing(model_server: FakeModelServer) -> None:
+    model_server.script(Reply([Text("moving")], cut=Cut("message_delta", drop_connection=False)))
+    received: list[tuple[str, dict]] = []
+    _stream_events(model_server, received)
+    assert [kind for kind, _ in received][-2:] == ["content_block_stop", "message_delta"]
+
+
+def test_sdk_sees_a_cut_stream_as_a_transport_error_or_an_unfinished_message(model_server: FakeModelServer) -> None:
+    model_server.script(Reply([Text("a sentence long enough for two deltas")], cut=Cut("text_delta", nth=2)),
+                        Reply([Text("a sentence long enough for two deltas")], cut=Cut("text_delta", drop_connection=False)))
+    with pytest.raises(Exception, match="incomplete chunked read"), _client(model_server).messages.stream(**_ask()) as stream:
+        stream.get_final_message()
+    with _client(model_server).messages.stream(**_ask()) as stream:
+        message = stream.get_final_message()
+    assert message.stop_reason is None and message.content[0].text == "a sentence long "
+
+
+def test_a_cut_that_is_never_reached_is_reported() -> None:
+    with FakeModelServer([Reply([Text("no tool here")], cut=Cut("input_json_delta"))]) as server:
+        with _client(server).messages.stream(**_ask()) as stream:
+            assert stream.get_final_message().stop_reason == "end_turn"
+        with pytest.raises(ScriptError, match="cut never reached"):
+            server.raise_errors()
