@@ -19,7 +19,10 @@ RPC = ["starlette>=0.46", "uvicorn>=0.34", "orjson==3.13.0", "pybase64==1.5.1", 
 PLANNERS = ["anthropic==2.10.0", "mcp==2.3.0", "claude-agent-sdk==0.2.184", "httpx>=0.28"]
 DASHBOARD = ["starlette>=0.46", "uvicorn>=0.34"]
 # playwright drives Debian's Chromium (apt, installed by scripts/setup.sh); never `playwright install`.
-DEV = ["pytest>=8", "pytest-timeout==2.4.0", "hypothesis>=6.100", "ruff==0.17.5", "playwright==1.65.2"]
+# jsonschema is the reference validator the tools' published schemas are checked against (test/core).
+DEV = [
+    "pytest>=8", "pytest-timeout==2.4.0", "hypothesis>=6.100", "jsonschema==4.26.0", "ruff==0.17.5", "playwright==1.65.2"
+]
 
 setup(
     name="rpent",

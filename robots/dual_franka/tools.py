@@ -31,9 +31,13 @@ def _normalise_arm(value: Any) -> Any:
     return value
 
 
+# What _normalise_arm maps to an arm (Python's \s is the whitespace str.strip removes), published
+# so that the schema admits exactly what the tool takes.
+_ARM_SPELLING = Annotated[str, Field(pattern=r"^\s*(?:[Ll](?:[Ee][Ff][Tt])?|[Rr](?:[Ii][Gg][Hh][Tt])?)\s*$")]
+
 ArmName = Annotated[
     Literal["left", "right"],
-    BeforeValidator(_normalise_arm),
+    BeforeValidator(_normalise_arm, json_schema_input_type=Literal["left", "right"] | _ARM_SPELLING),
     Field(description='Which arm: "left" or "right" (also accepted: "L", "R", any capitalisation).'),
 ]
 

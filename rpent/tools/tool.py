@@ -3,20 +3,39 @@
 from __future__ import annotations
 
 import inspect
+import math
+import sys
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import docstring_parser
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    ValidationError,
+    WrapValidator,
+    create_model,
+)
 from pydantic.fields import FieldInfo
 
 from rpent.tools.context import ToolContext
 
 _READONLY_ATTR = "__rpent_readonly__"
 _CTX = "ctx"
+# Arguments are JSON the model wrote against the published schema: validate them strictly, so
+# that `false` is not 0.0 and "0.1" is not 0.1 (lax mode coerced both and the arm moved).
+# Strict mode alone still takes Decimal and numpy scalars and, from Python's json module, NaN;
+# `_json_problems` refuses those before pydantic sees them.
+_ARGS_CONFIG = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+_JSON_SCALARS = (str, int, float, bool, type(None))
+_INPUT_VALIDATORS = (BeforeValidator, PlainValidator, WrapValidator)
+_NOT_JSON = "Input should be a JSON value (number, string, boolean, null, array or object), not {}"
 
 
 class ToolDefinitionError(TypeError):
@@ -45,13 +64,22 @@ class Tool:
         return self.fn(*args, **kwargs)
 
     def validate(self, arguments: Mapping[str, Any]) -> BaseModel:
-        """Validate raw arguments; raise ToolArgumentError naming the fields and rules broken."""
+        """Validate raw arguments; raise ToolArgumentError naming the fields and rules broken.
+
+        Strictly, as the JSON the schema describes: a number is an int or a finite float (not a bool
+        or a numeric string), an integer an int, an array a list; nothing JSON cannot carry
+        (bytes, Decimal, numpy scalars, tuples, NaN, inf) is taken.
+        """
         if _CTX in arguments:
             raise ToolArgumentError(
                 f"invalid arguments for tool '{self.name}': 'ctx' is supplied by the executor and cannot be passed"
             )
+        problems = list(_json_problems(arguments))
+        if problems:
+            raise ToolArgumentError(_describe(self, problems))
         try:
-            model = self.args_schema.model_validate(arguments)
+            # strict=True here as well: it reaches nested models, whose own config may be lax.
+            model = self.args_schema.model_validate(dict(arguments), strict=True)
         except ValidationError as exc:
             raise ToolArgumentError(describe_validation_error(self, exc)) from None
         for name, info in self._null_means_default:
@@ -69,9 +97,13 @@ class Tool:
 
 
 def describe_validation_error(tool: Tool, exc: ValidationError) -> str:
+    return _describe(tool, exc.errors(include_url=False))
+
+
+def _describe(tool: Tool, errors: Iterable[Mapping[str, Any]]) -> str:
     allowed = ", ".join(tool.args_schema.model_fields) or "none"
     parts = []
-    for error in exc.errors(include_url=False):
+    for error in errors:
         field = ".".join(str(part) for part in error["loc"]) or "arguments"
         if error["type"] == "extra_forbidden":
             parts.append(f"{field}: unknown argument (allowed: {allowed})")
@@ -80,6 +112,43 @@ def describe_validation_error(tool: Tool, exc: ValidationError) -> str:
         else:
             parts.append(f"{field}: {error['msg']} (got {error.get('input')!r})")
     return f"invalid arguments for tool '{tool.name}': " + "; ".join(parts)
+
+
+def _json_problems(arguments: Mapping[Any, Any]) -> Iterator[dict[str, Any]]:
+    """Errors, in pydantic's shape, for every value a JSON text could not have carried."""
+    for key, value in arguments.items():
+        if type(key) is not str:
+            yield _problem((), "argument names should be strings", key)
+        else:
+            yield from _value_problems(value, (key,))
+
+
+def _value_problems(value: Any, loc: tuple[Any, ...]) -> Iterator[dict[str, Any]]:
+    # Exact types: numpy's float64 and str_ subclass float and str, and bool subclasses int.
+    kind = type(value)
+    if kind in (int, float):
+        # A double is what every JSON reader makes of a number; past its range it is infinite.
+        if not (math.isfinite(value) if kind is float else abs(value) <= sys.float_info.max):
+            yield _problem(loc, "Input should be a finite number", value)
+    elif kind is list:
+        for index, item in enumerate(value):
+            yield from _value_problems(item, (*loc, index))
+    elif kind is dict:
+        for key, item in value.items():
+            if type(key) is not str:
+                yield _problem(loc, "object keys should be strings", key)
+            else:
+                yield from _value_problems(item, (*loc, key))
+    elif kind not in _JSON_SCALARS:
+        yield _problem(loc, _NOT_JSON.format(_type_name(kind)), value)
+
+
+def _problem(loc: tuple[Any, ...], message: str, value: Any) -> dict[str, Any]:
+    return {"type": "json_value", "loc": loc, "msg": message, "input": value}
+
+
+def _type_name(kind: type) -> str:
+    return kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
 
 
 def readonly(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -135,6 +204,11 @@ def _build_tool(fn: Callable[..., Any], *, name: str | None, description: str | 
         if param.name not in hints:
             raise ToolDefinitionError(f"{where}: parameter '{param.name}' has no type annotation")
         annotation = hints[param.name]
+        if not _json_can_carry(annotation):
+            raise ToolDefinitionError(
+                f"{where}: parameter '{param.name}' is {annotation!r}, which cannot arrive as JSON: use str, int,"
+                " float, bool, None, Literal, list[...] (also for tuples), dict[str, ...] or a pydantic model"
+            )
         doc_text = param_docs.get(param.name)
         if param.default is param.empty:
             field_type, default = annotation, ...
@@ -152,7 +226,7 @@ def _build_tool(fn: Callable[..., Any], *, name: str | None, description: str | 
 
     model_name = "".join(part.capitalize() for part in tool_name.split("_")) + "Args"
     try:
-        args_schema = create_model(model_name, __config__=ConfigDict(extra="forbid"), **fields)
+        args_schema = create_model(model_name, __config__=_ARGS_CONFIG, **fields)
         input_schema = _clean_schema(args_schema.model_json_schema())
     except Exception as exc:  # pydantic raises several types for unusable annotations
         raise ToolDefinitionError(f"{where}: cannot derive a schema: {exc}") from exc
@@ -219,6 +293,31 @@ def _admits_none(annotation: Any) -> bool:
         return _admits_none(get_args(annotation)[0])
     if origin in (Union, types.UnionType):
         return any(_admits_none(arg) for arg in get_args(annotation))
+    return False
+
+
+def _json_can_carry(annotation: Any, seen: frozenset[type] = frozenset()) -> bool:
+    """Whether strict validation can take this type from JSON values (it takes no str for an Enum or Path)."""
+    if annotation in _JSON_SCALARS or annotation in (Any, None, list, dict):
+        return True
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Annotated:
+        # A validator that runs on the raw input decides what it takes; pydantic publishes that
+        # as its json_schema_input_type.
+        return any(isinstance(m, _INPUT_VALIDATORS) for m in args[1:]) or _json_can_carry(args[0], seen)
+    if origin in (Union, types.UnionType):
+        return all(_json_can_carry(arg, seen) for arg in args)
+    if origin is Literal:
+        return all(type(arg) in _JSON_SCALARS for arg in args)
+    if origin is list:
+        return _json_can_carry(args[0], seen)
+    if origin is dict:
+        return args[0] is str and _json_can_carry(args[1], seen)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation in seen or all(
+            _json_can_carry(Annotated[(f.annotation, *f.metadata)] if f.metadata else f.annotation, seen | {annotation})
+            for f in annotation.model_fields.values()
+        )
     return False
 
 
