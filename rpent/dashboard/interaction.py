@@ -12,18 +12,25 @@ How a robot uses it (robot-agnostic; `events` is the sink `init_runtime` and `ge
         ok = operator.request_approval("move_to x=0.4 y=0.1 z=0.2", timeout_s=30)   # False = deny
         answer = operator.ask("Which cube?", timeout_s=120)                          # None = no answer
 
-`OperatorInteraction.request(request_id, description, timeout_s)` also satisfies
-`rpent.runtime.arm.ApprovalChannel`, so it can be handed to a runtime as its approval channel.
+`OperatorInteraction.request(request_id, description, timeout_s, on_cancel)` also satisfies
+`rpent.runtime.arm.ApprovalChannel`, so it can be handed to a runtime as its approval channel. With
+`on_cancel=ctx.on_cancel`, cancelling the tool call closes its request at once as "cancelled": the
+page drops it and an answer to its id is refused (StaleRequest, and a warning in the log).
 """
 
 from __future__ import annotations
 
+import logging
 import secrets
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from rpent.runtime.arm import OnCancel
+
+log = logging.getLogger(__name__)
 
 Publish = Callable[[str, dict[str, Any]], Any]
 RequestKind = Literal["approval", "question"]
@@ -67,21 +74,36 @@ class OperatorInteraction:
 
     # ---- robot side ---------------------------------------------------------------------------
 
-    def request_approval(self, description: str, timeout_s: float, *, details: dict[str, Any] | None = None) -> bool:
+    def request_approval(
+        self,
+        description: str,
+        timeout_s: float,
+        *,
+        details: dict[str, Any] | None = None,
+        on_cancel: OnCancel | None = None,
+    ) -> bool:
         """Block until the operator approves (True) or denies (False); timeout or cancel denies."""
         request = self._open("approval", description, timeout_s, details)
-        self._wait(request)
+        self._wait(request, on_cancel)
         return request.outcome == "approved"
 
-    def ask(self, question: str, timeout_s: float, *, details: dict[str, Any] | None = None) -> str | None:
+    def ask(
+        self,
+        question: str,
+        timeout_s: float,
+        *,
+        details: dict[str, Any] | None = None,
+        on_cancel: OnCancel | None = None,
+    ) -> str | None:
         """Block until the operator answers; None after `timeout_s` or when cancelled."""
         request = self._open("question", question, timeout_s, details)
-        self._wait(request)
+        self._wait(request, on_cancel)
         return request.answer if request.outcome == "answered" else None
 
-    def request(self, request_id: str, description: str, timeout_s: float) -> bool:
+    def request(self, request_id: str, description: str, timeout_s: float, on_cancel: OnCancel | None = None) -> bool:
         """The `ApprovalChannel` form: the runtime's own id is shown, a fresh id guards the answer."""
-        return self.request_approval(description, timeout_s, details={"robot_request_id": request_id})
+        details = {"robot_request_id": request_id}
+        return self.request_approval(description, timeout_s, details=details, on_cancel=on_cancel)
 
     # ---- operator side ------------------------------------------------------------------------
 
@@ -90,6 +112,8 @@ class OperatorInteraction:
         with self._lock:
             request = self._pending.get(request_id)
             if request is None:
+                # Worth a trace: an operator acting on a question that no longer stands.
+                log.warning("refused an answer to operator request %r: it is not pending", request_id)
                 raise StaleRequest(f"request {request_id!r} is not pending (answered, timed out, cancelled or unknown)")
             if request.kind == "approval":
                 if not isinstance(approve, bool):
@@ -130,11 +154,23 @@ class OperatorInteraction:
             self._publish("operator_request", request.public())
         return request
 
-    def _wait(self, request: _Pending) -> None:
-        if not request.done.wait(request.timeout_s):
-            with self._lock:
-                if request.id in self._pending:
-                    self._close_locked(request, "timed_out")
+    def _wait(self, request: _Pending, on_cancel: OnCancel | None) -> None:
+        # Hooked after `_open`, so a call cancelled before it asked closes its request right here.
+        unhook = None
+        if on_cancel is not None:
+            unhook = on_cancel(lambda: self._close_if_pending(request, "cancelled", "the tool call was cancelled"))
+        try:
+            if not request.done.wait(request.timeout_s):
+                self._close_if_pending(request, "timed_out")
+        finally:
+            if unhook is not None:
+                unhook()
+
+    def _close_if_pending(self, request: _Pending, outcome: str, reason: str | None = None) -> None:
+        """Close unless an answer, a timeout or a cancel closed it first: the first one decides."""
+        with self._lock:
+            if request.id in self._pending:
+                self._close_locked(request, outcome, reason)
 
     def _close_locked(self, request: _Pending, outcome: str, reason: str | None = None) -> None:
         self._pending.pop(request.id, None)

@@ -14,7 +14,7 @@ before anything is sent to the robot.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
 from rpent.runtime.types import ArmState, GripperState, MotionOutcome, Pose
@@ -103,11 +103,21 @@ class Gripper(Protocol):
     def close(self) -> None: ...
 
 
+#: `ToolContext.on_cancel`: runs a callback the moment the call is cancelled (at once if it already
+#: was) and returns a function that unregisters it.
+OnCancel = Callable[[Callable[[], object]], Callable[[], None]]
+
+
 @runtime_checkable
 class ApprovalChannel(Protocol):
     """Asks a human operator to approve a motion before it is sent.
 
-    `request` blocks for at most `timeout_s` and returns False on deny or timeout.
+    `request` blocks for at most `timeout_s` and returns False on deny or timeout. Given `on_cancel`,
+    it registers a callback there that withdraws the question: the wait ends at once (False), and
+    the id the operator saw is retired, so a late answer to it authorises nothing. A callback
+    rather than an Event, so the channel is woken instead of polling one.
     """
 
-    def request(self, request_id: str, description: str, timeout_s: float) -> bool: ...
+    def request(
+        self, request_id: str, description: str, timeout_s: float, on_cancel: OnCancel | None = None
+    ) -> bool: ...
