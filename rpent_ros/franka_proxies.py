@@ -45,7 +45,7 @@ def build_franka_runtime(node: Node, config: RunConfig, *, cameras_node: str, ap
     runtime.approval = approval  # motions that need approval ask here (the dashboard node's operator)
     proxies: list[RuntimeProxy] = []
     for arm in franka.arms:
-        envelope = safety.envelope(arm.name)
+        envelope = safety.envelope(arm.name, arm.base_xyz_m)
         runtime.arms[arm.name] = FrankaArmProxy(node, f"/arm_{arm.name}/{arm.name}/call", arm.name, envelope)  # type: ignore[assignment]
         proxies.append(runtime.arms[arm.name])  # type: ignore[arg-type]
         if arm.gripper:

@@ -4,7 +4,9 @@ rviz draws a RobotModel from a URDF string plus one TF per link. Neither robot_s
 a franka_description package is assumed, so the arm node loads the URDF itself (franky-sim's
 `assets/fr3.urdf` by default, or a lab's franka_description output), renames every link and joint
 for the arm (`fr3_joint1` -> `left_joint1`, `fr3_link0` -> `left_link0`), points relative mesh
-paths at absolute `file://` URIs, and computes each link's transform from the measured joints.
+paths at absolute `file://` URIs, and computes each link's transform from the measured joints with
+the transform math of robots.franka.kinematics (the safety envelope's FR3 chain; a test keeps the
+two in agreement).
 
 The published tree is rooted at `<prefix>_link0`, the frame franky reports O_T_EE in: links above
 it in the file (franky-sim's `base`, a xacro's `world`) are dropped, so two arms never share a
@@ -26,6 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+# One geometry for the arm: rviz's link transforms use the same math as the safety envelope.
+from robots.franka.kinematics import axis_angle_matrix, quaternion_xyzw, transform
 
 ARM_JOINT_COUNT = 7
 # Where franky-sim (robots.franka.sim.SimScene.dual) puts the two arms of the dual setup, in the
@@ -69,55 +74,6 @@ def three_numbers(field: str, value: object) -> tuple[float, float, float]:
     if len(numbers) != 3 or not all(math.isfinite(v) for v in numbers):
         raise ValueError(f"{field}: must be 3 finite numbers, got {value!r}")
     return numbers  # type: ignore[return-value]
-
-
-# --- homogeneous transforms ------------------------------------------------------------------
-def rpy_matrix(roll: float, pitch: float, yaw: float) -> np.ndarray:
-    """Rotation R = Rz(yaw) @ Ry(pitch) @ Rx(roll), the URDF convention."""
-    cr, sr, cp, sp, cy, sy = (math.cos(roll), math.sin(roll), math.cos(pitch), math.sin(pitch),
-                              math.cos(yaw), math.sin(yaw))
-    return np.array([
-        [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
-        [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
-        [-sp, cp * sr, cp * cr],
-    ])
-
-
-def transform(xyz: Sequence[float], rpy: Sequence[float] = (0.0, 0.0, 0.0)) -> np.ndarray:
-    matrix = np.eye(4)
-    matrix[:3, :3] = rpy_matrix(*rpy)
-    matrix[:3, 3] = xyz
-    return matrix
-
-
-def axis_angle_matrix(axis: np.ndarray, angle: float) -> np.ndarray:
-    x, y, z = axis
-    c, s, t = math.cos(angle), math.sin(angle), 1.0 - math.cos(angle)
-    return np.array([
-        [t * x * x + c, t * x * y - s * z, t * x * z + s * y],
-        [t * x * y + s * z, t * y * y + c, t * y * z - s * x],
-        [t * x * z - s * y, t * y * z + s * x, t * z * z + c],
-    ])
-
-
-def quaternion_xyzw(rotation: np.ndarray) -> tuple[float, float, float, float]:
-    """Unit quaternion [x, y, z, w] of a rotation matrix (Shepperd's method: stable for any angle)."""
-    m = rotation
-    trace = m[0, 0] + m[1, 1] + m[2, 2]
-    if trace > 0:
-        s = 2.0 * math.sqrt(trace + 1.0)
-        q = ((m[2, 1] - m[1, 2]) / s, (m[0, 2] - m[2, 0]) / s, (m[1, 0] - m[0, 1]) / s, 0.25 * s)
-    elif m[0, 0] > m[1, 1] and m[0, 0] > m[2, 2]:
-        s = 2.0 * math.sqrt(1.0 + m[0, 0] - m[1, 1] - m[2, 2])
-        q = (0.25 * s, (m[0, 1] + m[1, 0]) / s, (m[0, 2] + m[2, 0]) / s, (m[2, 1] - m[1, 2]) / s)
-    elif m[1, 1] > m[2, 2]:
-        s = 2.0 * math.sqrt(1.0 + m[1, 1] - m[0, 0] - m[2, 2])
-        q = ((m[0, 1] + m[1, 0]) / s, 0.25 * s, (m[1, 2] + m[2, 1]) / s, (m[0, 2] - m[2, 0]) / s)
-    else:
-        s = 2.0 * math.sqrt(1.0 + m[2, 2] - m[0, 0] - m[1, 1])
-        q = ((m[0, 2] + m[2, 0]) / s, (m[1, 2] + m[2, 1]) / s, 0.25 * s, (m[1, 0] - m[0, 1]) / s)
-    norm = math.sqrt(sum(c * c for c in q))
-    return (q[0] / norm, q[1] / norm, q[2] / norm, q[3] / norm)
 
 
 # --- the description ----------------------------------------------------------------------------

@@ -35,7 +35,7 @@ from rpent_ros.telemetry import ArmTelemetry, CameraTelemetry
 log = logging.getLogger("rpent.runtime_nodes")
 
 # Franky arms also answer the envelope checks the tools run before approval (cheap, no motion).
-FRANKA_ARM_METHODS = ARM_METHODS | {"check_cartesian", "check_joints", "relative_target"}
+FRANKA_ARM_METHODS = ARM_METHODS | {"check_cartesian", "check_joints", "relative_target", "cartesian_path", "joint_path"}
 
 
 class RuntimeNode(Node):

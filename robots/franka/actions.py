@@ -133,5 +133,5 @@ def recover(ctx: Ctx) -> dict[str, Any]:
 
 
 def stop(ctx: Ctx) -> dict[str, Any]:
-    ctx.robot.stop_all()
+    ctx.robot.stop_all()  # raises naming every device that did not take the stop
     return {"stopped": sorted(ctx.robot.arms)}

@@ -42,6 +42,9 @@ class ArmConfig(BaseModel):
     home_joints_rad: tuple[float, float, float, float, float, float, float] = HOME_JOINTS_RAD
     gripper_speed_m_s: float = Field(0.05, gt=0, le=0.1)
     connect_timeout_s: float = Field(5.0, gt=0)
+    # Where this arm's base stands in the shared world frame (the frame of the safety file's table);
+    # with several arms it is what keeps them apart. With --sim the simulated scene sets it.
+    base_xyz_m: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
 
 class CameraConfig(BaseModel):

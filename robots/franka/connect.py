@@ -6,6 +6,8 @@ the robot (seen against franky-sim), so construction runs in a daemon thread wit
 
 from __future__ import annotations
 
+import os
+import socket
 import threading
 from collections.abc import Callable
 from typing import TypeVar
@@ -38,3 +40,90 @@ def connect_with_timeout(factory: Callable[[], T], what: str, host: str, timeout
         exc = box["error"]
         raise RuntimeFault(f"could not connect to the Franka {what} at {host}: {exc}") from exc  # type: ignore[misc]
     return box["value"]  # type: ignore[return-value]
+
+
+class RobotLink:
+    """The health of the connection to one robot host, shared by its arm and gripper clients.
+
+    libfranka notices a robot that went away only through its 1 s UDP timeout, and a pending
+    gripper command not at all (it waits for an answer that never comes). Both clients hold a TCP
+    connection to the robot, though, and a robot (or franky-sim) that dies closes it: peeking at
+    that socket tells at once, and once either client saw the link go, both fail fast with that cause.
+    """
+
+    def __init__(self, host: str) -> None:
+        self.host = host
+        self.lost: str | None = None
+        self._sockets: list[socket.socket] = []
+
+    def connections(self, port: int) -> set[str]:
+        """Socket inodes of this machine's established connections to host:port (before connecting)."""
+        return _established(self.host, port)
+
+    def watch(self, port: int, before: set[str]) -> None:
+        """Watch the one connection to host:port that appeared since `before` (else watch nothing)."""
+        sock = _new_socket(self.host, port, before)
+        if sock is not None:
+            self._sockets.append(sock)
+
+    def mark_lost(self, reason: str) -> None:
+        if self.lost is None:
+            self.lost = reason
+
+    def check(self, who: str) -> None:
+        """Raise RuntimeFault naming the cause if the robot is known to be gone."""
+        if self.lost is None:
+            for sock in self._sockets:
+                if _peer_closed(sock):
+                    self.mark_lost("the robot closed the connection")
+                    break
+        if self.lost is not None:
+            raise RuntimeFault(f"{who}: lost connection to the robot at {self.host}: {self.lost}")
+
+    def close(self) -> None:
+        for sock in self._sockets:
+            sock.close()
+        self._sockets.clear()
+
+
+def _peer_closed(sock: socket.socket) -> bool:
+    try:
+        return sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+    except BlockingIOError:
+        return False  # open, nothing to read: alive
+    except OSError:
+        return True  # reset or otherwise broken
+
+
+def _established(host: str, port: int) -> set[str]:
+    """Inodes of established TCP connections to host:port (Linux /proc; empty elsewhere)."""
+    try:
+        wanted = _hex_endpoint(host, port)
+        with open("/proc/net/tcp") as table:
+            next(table)
+            return {f[9] for f in (line.split() for line in table) if f[2] == wanted and f[3] == "01"}
+    except (OSError, ValueError, StopIteration, IndexError):
+        return set()
+
+
+def _new_socket(host: str, port: int, before: set[str]) -> socket.socket | None:
+    """A duplicate of the connection this process opened to host:port since `before`, if exactly one."""
+    new = _established(host, port) - before
+    if len(new) != 1:
+        return None  # none, or ambiguous: rather watch nothing than the wrong connection
+    inode = f"socket:[{new.pop()}]"
+    try:
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                if os.readlink(f"/proc/self/fd/{fd}") == inode:
+                    return socket.fromfd(int(fd), socket.AF_INET, socket.SOCK_STREAM)
+            except OSError:
+                continue
+    except OSError:
+        pass
+    return None
+
+
+def _hex_endpoint(host: str, port: int) -> str:
+    packed = socket.inet_aton(socket.gethostbyname(host))
+    return f"{int.from_bytes(packed, 'little'):08X}:{port:04X}"

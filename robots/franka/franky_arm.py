@@ -1,7 +1,9 @@
 """`Arm` on franky: one FCI connection, asynchronous motions that any thread can stop.
 
-Every `start_*` checks the safety envelope first and raises MotionRefused before franky is
-touched. All franky errors surface as RuntimeFault with the arm's name and host.
+Every `start_*` checks the safety envelope (target and path, from the measured joints) first and
+raises MotionRefused before franky is touched. Poses are computed from the measured joints with
+the arm's own end-effector transform (F_T_EE), not taken from O_T_EE, which franky-sim derives
+from the commanded joints. All franky errors surface as RuntimeFault with the arm's name and host.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from typing import Any
 import franky
 import numpy as np
 
-from robots.franka.connect import connect_with_timeout
+from robots.franka import kinematics
+from robots.franka.connect import RobotLink, connect_with_timeout
 from robots.franka.safety import SafetyEnvelope
 from rpent.runtime.arm import RuntimeFault
 from rpent.runtime.types import ArmState, MotionOutcome, Pose
@@ -25,16 +28,23 @@ log = logging.getLogger(__name__)
 # How often a waiting thread looks at its cancel event when nobody wired stop() to the cancel.
 # join_motion blocks in C++ without the GIL, so the slice costs the in-process simulator nothing.
 _WAIT_SLICE_S = 0.02
+# After a motion ends the joints still converge on the last command for a moment (a real FR3 within
+# a few ms, franky-sim's PD hold within ~0.3 s): a result is measured once they are at rest.
+_SETTLE_TIMEOUT_S = 1.0
+_AT_REST_RAD_S = 0.01
+# Joint 7's reading chatters at about +-0.08 rad/s once it has moved (franky-sim), so it gets a wider band.
+_AT_REST_J7_RAD_S = 0.1
+# Faster than this on any joint, the arm is moving whether or not franky is in control.
+_MOVING_RAD_S = 0.1
+_FCI_PORT = 1337
 
 
 def _affine(pose: Pose) -> franky.Affine:
     return franky.Affine(np.array(pose.position, dtype=float), np.array(pose.quaternion, dtype=float))
 
 
-def _pose(affine: franky.Affine) -> Pose:
-    t = affine.translation
-    q = affine.quaternion
-    return Pose((float(t[0]), float(t[1]), float(t[2])), (float(q[0]), float(q[1]), float(q[2]), float(q[3])))
+def _pose(matrix: np.ndarray) -> Pose:
+    return Pose(tuple(float(c) for c in matrix[:3, 3]), kinematics.quaternion_xyzw(matrix[:3, :3]))  # type: ignore[arg-type]
 
 
 class FrankyArm:
@@ -50,22 +60,29 @@ class FrankyArm:
         torque_threshold_nm: float = 20.0,
         force_threshold_n: float = 30.0,
         connect_timeout_s: float = 5.0,
+        link: RobotLink | None = None,
     ) -> None:
         self.name = name
         self.host = host
-        self.envelope = envelope or SafetyEnvelope(arm_name=name)
+        self.link = link or RobotLink(host)
+        before = self.link.connections(_FCI_PORT)
         self._robot: Any = connect_with_timeout(
             lambda: franky.Robot(host, realtime_config=franky.RealtimeConfig.Ignore),
             "arm",
             host,
             connect_timeout_s,
         )
+        self.link.watch(_FCI_PORT, before)
         try:
             self._robot.relative_dynamics_factor = franky.RelativeDynamicsFactor(float(dynamics_factor))
             self._robot.set_collision_behavior(float(torque_threshold_nm), float(force_threshold_n))
             self._robot.recover_from_errors()
+            flange_to_tcp = np.asarray(self._robot.state.F_T_EE.matrix, dtype=float)
         except Exception as exc:
             raise RuntimeFault(f"{name} at {host}: setup failed: {exc}") from exc
+        base = envelope or SafetyEnvelope(arm_name=name)
+        # The envelope checks the end effector this arm really has (Desk's setting), not an assumed one.
+        self.envelope = SafetyEnvelope(base.limits, base.arm_name, base_xyz_m=base.base_xyz_m, flange_to_tcp=flange_to_tcp)
         self._lock = threading.Lock()
         self._active = False
         self._stop_requested = threading.Event()
@@ -74,27 +91,55 @@ class FrankyArm:
 
     # --- state -------------------------------------------------------------------------------
     def state(self) -> ArmState:
+        self.link.check(self.name)
         try:
             st = self._robot.state
-            return ArmState(
-                pose=_pose(st.O_T_EE),
-                joints=tuple(float(q) for q in st.q),
-                joint_velocities=tuple(float(v) for v in st.dq),
-                moving=bool(self._robot.is_in_control),
-                has_errors=bool(self._robot.has_errors),
-            )
+            joints = tuple(float(q) for q in st.q)
+            velocities = tuple(float(v) for v in st.dq)
+            in_control = bool(self._robot.is_in_control)
+            has_errors = bool(self._robot.has_errors)
+        except franky.NetworkException as exc:
+            self.link.mark_lost(str(exc))
+            raise RuntimeFault(f"{self.name}: lost connection to the robot at {self.host}: {exc}") from exc
         except Exception as exc:
             raise RuntimeFault(f"{self.name} at {self.host}: cannot read state: {exc}") from exc
+        return ArmState(
+            pose=_pose(kinematics.flange_pose(joints) @ self.envelope.flange_to_tcp),
+            joints=joints,
+            joint_velocities=velocities,
+            moving=in_control or max(abs(v) for v in velocities) > _MOVING_RAD_S,
+            has_errors=has_errors,
+        )
+
+    def settled_state(self, timeout_s: float = _SETTLE_TIMEOUT_S) -> ArmState:
+        """The state once every joint is at rest (or after `timeout_s`): what a motion really reached."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            state = self.state()
+            v = state.joint_velocities
+            at_rest = max(abs(x) for x in v[:6]) < _AT_REST_RAD_S and abs(v[6]) < _AT_REST_J7_RAD_S
+            if at_rest or time.monotonic() >= deadline:
+                return state
+            time.sleep(0.01)
 
     # --- checks (no motion) ---------------------------------------------------------------------
     def check_cartesian(self, waypoints: Sequence[Pose], speed_factor: float | None = None) -> float:
-        """Validate absolute waypoints; returns the speed factor that would be used."""
+        """Validate absolute waypoints and the path to them; returns the speed factor that would be used."""
+        factor = self.envelope.speed_factor(speed_factor)
+        self.cartesian_path(waypoints)
+        return factor
+
+    def cartesian_path(self, waypoints: Sequence[Pose]) -> np.ndarray:
+        """The checked joint configurations a Cartesian motion from here passes through (N x 7)."""
         if not waypoints:
             raise ValueError("waypoints: at least one pose is required")
-        factor = self.envelope.speed_factor(speed_factor)
-        for i, wp in enumerate(waypoints):
-            self.envelope.check_pose(wp, "target" if len(waypoints) == 1 else f"waypoints[{i}]")
-        return factor
+        return self.envelope.check_cartesian_motion(self.state().joints, waypoints)
+
+    def joint_path(self, waypoints: Sequence[Sequence[float]]) -> np.ndarray:
+        """The checked joint configurations a joint motion from here passes through (N x 7)."""
+        if not waypoints:
+            raise ValueError("waypoints: at least one joint vector is required")
+        return self.envelope.check_joint_motion(self.state().joints, [[float(q) for q in wp] for wp in waypoints])
 
     def relative_target(self, translation_m: Sequence[float], rotation: Sequence[float] = (0.0, 0.0, 0.0, 1.0)) -> Pose:
         """The absolute pose an offset (base-frame translation, rotation about base axes) leads to."""
@@ -105,11 +150,9 @@ class FrankyArm:
         return target
 
     def check_joints(self, waypoints: Sequence[Sequence[float]], speed_factor: float | None = None) -> float:
-        if not waypoints:
-            raise ValueError("waypoints: at least one joint vector is required")
+        """Validate joint waypoints and the path to them; returns the speed factor that would be used."""
         factor = self.envelope.speed_factor(speed_factor)
-        for i, wp in enumerate(waypoints):
-            self.envelope.check_joints([float(q) for q in wp], "joints" if len(waypoints) == 1 else f"waypoints[{i}]")
+        self.joint_path(waypoints)
         return factor
 
     # --- motions -----------------------------------------------------------------------------
@@ -160,7 +203,7 @@ class FrankyArm:
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while True:
             if cancel is not None and cancel.is_set() and not self._stop_requested.is_set():
-                self.stop()
+                self.stop_quietly()
             slice_s = _WAIT_SLICE_S
             if deadline is not None:
                 slice_s = max(0.0, min(slice_s, deadline - time.monotonic()))
@@ -174,7 +217,7 @@ class FrankyArm:
                 stopped = self._stop_requested.is_set()
                 return MotionOutcome(finished=not stopped, stopped=stopped)
             if deadline is not None and time.monotonic() >= deadline:
-                self.stop()
+                self.stop_quietly()
                 outcome = self._drain(1.0)
                 return MotionOutcome(
                     finished=False, stopped=True, timed_out=True, detail=f"timed out after {timeout_s} s; {outcome}"
@@ -187,7 +230,11 @@ class FrankyArm:
             # The expected consequence of robot.stop(): the motion was preempted.
             return MotionOutcome(finished=False, stopped=True, detail=str(exc))
         if isinstance(exc, franky.NetworkException):
-            raise RuntimeFault(f"{self.name}: lost connection to the robot at {self.host}: {exc}") from exc
+            self.link.mark_lost(str(exc))
+            raise RuntimeFault(
+                f"{self.name}: lost connection to the robot at {self.host} during the motion; where the arm "
+                f"stopped is unknown: {exc}"
+            ) from exc
         raise RuntimeFault(f"{self.name} at {self.host}: motion failed: {exc}") from exc
 
     def _drain(self, timeout_s: float) -> str:
@@ -201,12 +248,21 @@ class FrankyArm:
                 self._active = False
 
     def stop(self) -> None:
+        """Stop the running motion; raises RuntimeFault if the robot did not take the stop."""
         self._stop_requested.set()
         self.last_stop_sent_s = time.perf_counter()
         try:
             self._robot.stop()
-        except Exception as exc:  # stopping must never raise into a cancel path
+        except Exception as exc:
             log.warning("%s: stop failed: %s", self.name, exc)
+            raise RuntimeFault(f"{self.name} at {self.host}: stop failed: {exc}") from exc
+
+    def stop_quietly(self) -> None:
+        """stop() for cancel and clean-up paths, which must go on to stop everything else."""
+        try:
+            self.stop()
+        except RuntimeFault:
+            pass  # logged by stop()
 
     def recover(self) -> bool:
         try:
@@ -218,9 +274,10 @@ class FrankyArm:
         with self._lock:
             active = self._active
         if active:
-            self.stop()
+            self.stop_quietly()
             self._drain(1.0)
         self._robot = _Closed(self.name)
+        self.link.close()
 
 
 class _Closed:

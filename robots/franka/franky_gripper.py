@@ -3,6 +3,12 @@
 A stop is sent from a helper thread: franky's `stop_async` holds the GIL while it waits for
 the hand, which would starve an in-process simulator, while the blocking `stop()` releases it.
 The hand answers the interrupted command with "aborted", which ends the waiting call.
+
+`grasped` is measured, not franky's word for it: franky's grasp succeeds whenever the final width
+is within the epsilons, which for "close to 0 with a wide epsilon" includes closing on empty air.
+A grasp holds something only if the fingers stopped above a small minimum width and short of where
+they started. `stop()` stops only a running gripper command, so a stop (the stop tool, a cancel, a
+node shutting down) never loosens a held object.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from typing import Any
 
 import franky
 
-from robots.franka.connect import connect_with_timeout
+from robots.franka.connect import RobotLink, connect_with_timeout
 from robots.franka.safety import SafetyEnvelope
 from rpent.runtime.arm import RuntimeFault
 from rpent.runtime.types import GripperState, MotionOutcome
@@ -25,6 +31,9 @@ log = logging.getLogger(__name__)
 _WAIT_SLICE_S = 0.02
 # After a stop, how long the interrupted command may take to come back as "aborted".
 _ABORT_GRACE_S = 1.0
+_GRIPPER_PORT = 1338
+# Fingers that end less than this short of where they started did not stop on anything.
+_CLOSED_BY_M = 0.001
 
 
 class FrankyGripper:
@@ -38,24 +47,39 @@ class FrankyGripper:
         envelope: SafetyEnvelope | None = None,
         speed_m_s: float = 0.05,
         connect_timeout_s: float = 5.0,
+        link: RobotLink | None = None,
     ) -> None:
         self.name = name
         self.host = host
         self.envelope = envelope or SafetyEnvelope(arm_name=name)
         self.speed_m_s = speed_m_s
+        self.link = link or RobotLink(host)
         self._stop_requested = threading.Event()
+        self._busy = threading.Event()
         self._stopper: threading.Thread | None = None
+        self._stop_error: str | None = None
+        self._holding = False
+        before = self.link.connections(_GRIPPER_PORT)
         self._gripper: Any = connect_with_timeout(lambda: franky.Gripper(host), "gripper", host, connect_timeout_s)
+        self.link.watch(_GRIPPER_PORT, before)
 
     def state(self) -> GripperState:
+        self.link.check(self.name)
         try:
             st = self._gripper.state
-            return GripperState(width_m=float(st.width), max_width_m=float(st.max_width), grasped=bool(st.is_grasped))
+            width, max_width, is_grasped = float(st.width), float(st.max_width), bool(st.is_grasped)
+        except franky.NetworkException as exc:
+            self.link.mark_lost(str(exc))
+            raise RuntimeFault(f"{self.name}: lost connection to the robot at {self.host}: {exc}") from exc
         except Exception as exc:
             raise RuntimeFault(f"{self.name} at {self.host}: cannot read gripper state: {exc}") from exc
+        # Still holding: our grasp found an object, the hand still says so, and the fingers did not close on.
+        grasped = self._holding and is_grasped and width > self.envelope.limits.grasp_min_width_m
+        return GripperState(width_m=width, max_width_m=max_width, grasped=grasped)
 
     def move(self, width_m: float, timeout_s: float | None = None, cancel: threading.Event | None = None) -> MotionOutcome:
         self.envelope.check_gripper(width_m=width_m)
+        self._holding = False
         return self._run(lambda g: g.move_async(float(width_m), self.speed_m_s), timeout_s, cancel)
 
     def grasp(
@@ -67,8 +91,10 @@ class FrankyGripper:
         epsilon_inner_m: float = 0.005,
         epsilon_outer_m: float = 0.08,
     ) -> MotionOutcome:
-        """Close until the fingers are stopped; grasped if the final width is within the tolerances."""
+        """Close until the fingers are stopped; grasped only if they stopped on something."""
         self.envelope.check_gripper(width_m=width_m, force_n=force_n)
+        self._holding = False
+        start_width = self.state().width_m
         outcome = self._run(
             lambda g: g.grasp_async(
                 float(width_m), self.speed_m_s, float(force_n), float(epsilon_inner_m), float(epsilon_outer_m)
@@ -76,9 +102,16 @@ class FrankyGripper:
             timeout_s,
             cancel,
         )
-        if outcome.finished:
-            return MotionOutcome(finished=True, extra={"grasped": bool(outcome.extra.get("success"))})
-        return outcome
+        if not outcome.finished:
+            return outcome
+        final_width = self.state().width_m
+        stopped_on_something = (
+            self.envelope.limits.grasp_min_width_m < final_width < start_width - _CLOSED_BY_M
+        )
+        self._holding = bool(outcome.extra.get("success")) and stopped_on_something
+        return MotionOutcome(
+            finished=True, extra={"grasped": self._holding, "width_before_m": start_width, "width_m": final_width}
+        )
 
     def open(self, timeout_s: float | None = None, cancel: threading.Event | None = None) -> MotionOutcome:
         limit = self.envelope.limits.max_gripper_width_m
@@ -90,6 +123,14 @@ class FrankyGripper:
         if stopper is not None:
             stopper.join(_ABORT_GRACE_S)  # let a previous stop land before the next command
         self._stop_requested.clear()
+        self.link.check(self.name)
+        self._busy.set()
+        try:
+            return self._await(start, timeout_s, cancel)
+        finally:
+            self._busy.clear()
+
+    def _await(self, start: Callable[[Any], Any], timeout_s: float | None, cancel: threading.Event | None) -> MotionOutcome:
         try:
             future = start(self._gripper)
         except Exception as exc:
@@ -104,6 +145,7 @@ class FrankyGripper:
                 self.stop()
             if self._stop_requested.is_set():
                 return self._after_stop(future, timed_out, timeout_s)
+            self.link.check(self.name)  # a vanished hand never answers the command: notice it here
             if future.wait(_WAIT_SLICE_S):
                 try:
                     ok = bool(future.get())
@@ -119,18 +161,39 @@ class FrankyGripper:
             detail += " (the hand did not confirm the abort)"
         return MotionOutcome(finished=False, stopped=True, timed_out=timed_out, detail=detail)
 
+    @property
+    def busy(self) -> bool:
+        """A gripper command is running."""
+        return self._busy.is_set()
+
     def stop(self) -> None:
+        """Stop a running gripper command; with none running there is nothing to stop (a grasp stays held)."""
+        if not self._busy.is_set():
+            return
         self._stop_requested.set()
+        self._stop_error = None
         self._stopper = threading.Thread(target=self._send_stop, name=f"{self.name}-stop", daemon=True)
         self._stopper.start()
+
+    def confirm_stopped(self, timeout_s: float = _ABORT_GRACE_S) -> None:
+        """Wait for the stop sent last; raise RuntimeFault if the hand did not take it."""
+        stopper = self._stopper
+        if stopper is not None:
+            stopper.join(timeout_s)
+            if stopper.is_alive():
+                raise RuntimeFault(f"{self.name} at {self.host}: the hand did not confirm the stop within {timeout_s} s")
+        if self._stop_error is not None:
+            raise RuntimeFault(f"{self.name} at {self.host}: stop failed: {self._stop_error}")
 
     def _send_stop(self) -> None:
         try:
             self._gripper.stop()
-        except Exception as exc:  # a failing stop must not raise into a cancel path
+        except Exception as exc:  # reported by confirm_stopped; a cancel path must not raise
+            self._stop_error = str(exc)
             log.warning("%s: stop failed: %s", self.name, exc)
 
     def close(self) -> None:
         stopper = self._stopper
         if stopper is not None:
             stopper.join(_ABORT_GRACE_S)
+        self.link.close()

@@ -1,22 +1,32 @@
 """How a motion tool runs, for one arm or several at once: check, approve, start, stop on cancel, wait.
 
-Checks happen first (the safety envelope raises MotionRefused naming limit and value), then the
+Checks happen first (the safety envelope raises MotionRefused naming limit, value and waypoint:
+target and path of every arm, and, with several arms, the distance between them), then the
 operator approval if configured, and only then is anything sent to franky. A cancelled call
 stops every arm it started from the cancelling thread, via `ctx.on_cancel`.
+
+Results are measured: once the arm is at rest, `reached` compares the pose computed from the
+measured joints with the target (tolerances from the safety file) and, when it is false, says by
+how much and the likely cause.
 """
 
 from __future__ import annotations
 
+import logging
+import math
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from robots.franka.approval import approve
 from robots.franka.franky_arm import FrankyArm
 from robots.franka.franky_gripper import FrankyGripper
 from robots.franka.runtime import FrankaRuntime
+from robots.franka.safety import check_arm_clearance
 from rpent.runtime.arm import RuntimeFault
 from rpent.runtime.types import MotionOutcome, Pose, quat_from_rpy
 from rpent.tools import ToolContext
@@ -24,22 +34,26 @@ from rpent.tools import ToolContext
 # Generous: the simulator may run at half real time on a busy machine.
 MOTION_TIMEOUT_S = 60.0
 GRIPPER_TIMEOUT_S = 30.0
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class PlannedMotion:
-    """A checked motion of one arm, not yet sent."""
+    """A checked motion of one arm, not yet sent: its target and the joint path it was checked along."""
 
     arm: FrankyArm
     description: str
     launch: Callable[[], None]
+    path: np.ndarray
     target: Pose | None = None
+    joints: tuple[float, ...] | None = None
 
 
 def plan_pose(arm: FrankyArm, target: Pose, speed_factor: float | None) -> PlannedMotion:
-    arm.check_cartesian([target], speed_factor)
+    arm.envelope.speed_factor(speed_factor)
+    path = np.asarray(arm.cartesian_path([target]), dtype=float)
     p = [round(c, 4) for c in target.position]
-    return PlannedMotion(arm, f"move {arm.name} to {p}", lambda: arm.start_cartesian([target], speed_factor), target)
+    return PlannedMotion(arm, f"move {arm.name} to {p}", lambda: arm.start_cartesian([target], speed_factor), path, target)
 
 
 def plan_offset(
@@ -47,14 +61,31 @@ def plan_offset(
 ) -> PlannedMotion:
     arm.envelope.speed_factor(speed_factor)
     target = arm.relative_target(translation_m, quat_from_rpy(*rpy_rad))
+    path = np.asarray(arm.cartesian_path([target]), dtype=float)
     d = [round(c, 4) for c in translation_m]
-    return PlannedMotion(arm, f"move {arm.name} by {d}", lambda: arm.start_cartesian([target], speed_factor), target)
+    return PlannedMotion(arm, f"move {arm.name} by {d}", lambda: arm.start_cartesian([target], speed_factor), path, target)
 
 
 def plan_joints(arm: FrankyArm, joints: Sequence[float], speed_factor: float | None, what: str = "joints") -> PlannedMotion:
-    arm.check_joints([joints], speed_factor)
-    q = [round(float(v), 3) for v in joints]
-    return PlannedMotion(arm, f"move {arm.name} {what} to {q}", lambda: arm.start_joints([joints], speed_factor))
+    arm.envelope.speed_factor(speed_factor)
+    path = np.asarray(arm.joint_path([joints]), dtype=float)
+    q = tuple(float(v) for v in joints)
+    return PlannedMotion(
+        arm, f"move {arm.name} {what} to {[round(v, 3) for v in q]}",
+        lambda: arm.start_joints([q], speed_factor), path, joints=q,
+    )
+
+
+def check_clearance(runtime: FrankaRuntime, plans: Sequence[PlannedMotion]) -> None:
+    """With several arms, the moving ones keep their distance from each other and from those standing."""
+    if len(runtime.arms) < 2:
+        return
+    moving = {p.arm.name: p for p in plans}
+    paths = [
+        (arm.envelope, moving[name].path if name in moving else np.asarray([arm.state().joints], dtype=float))
+        for name, arm in runtime.arms.items()
+    ]
+    check_arm_clearance(paths)
 
 
 def target_pose(
@@ -109,6 +140,7 @@ def filming(ctx: ToolContext[FrankaRuntime]) -> Iterator[None]:
 
 def execute(ctx: ToolContext[FrankaRuntime], plans: Sequence[PlannedMotion]) -> list[dict[str, Any]]:
     """Approve, start all planned motions, stop them all on cancel, wait; one result dict per arm."""
+    check_clearance(ctx.robot, plans)
     approve(ctx, [p.arm for p in plans], "; ".join(p.description for p in plans))
     ctx.check_cancelled()
     started: list[PlannedMotion] = []
@@ -119,14 +151,14 @@ def execute(ctx: ToolContext[FrankaRuntime], plans: Sequence[PlannedMotion]) -> 
             plan.launch()
             started.append(plan)
             # Hooked after launch: if the call is already cancelled the hook runs now and stops it.
-            unhooks.append(ctx.on_cancel(plan.arm.stop))
+            unhooks.append(ctx.on_cancel(lambda arm=plan.arm: stop_quietly(arm)))
         ctx.report("moving", "; ".join(p.description for p in plans))
         with filming(ctx):
             for plan in started:
                 outcomes.append(plan.arm.wait(timeout_s=MOTION_TIMEOUT_S))
     except BaseException:
         for plan in started:
-            plan.arm.stop()  # one arm failed: the other must not keep going on its own
+            stop_quietly(plan.arm)  # one arm failed: the other must not keep going on its own
         raise
     finally:
         for unhook in unhooks:
@@ -140,13 +172,46 @@ def execute(ctx: ToolContext[FrankaRuntime], plans: Sequence[PlannedMotion]) -> 
     return results
 
 
+def stop_quietly(device: Any) -> None:
+    """Stop for cancel and clean-up paths, which must go on to stop everything else (logged, not raised)."""
+    try:
+        device.stop()
+    except Exception as exc:
+        log.warning("%s: stop failed: %s", getattr(device, "name", device), exc)
+
+
 def _motion_result(plan: PlannedMotion, outcome: MotionOutcome) -> dict[str, Any]:
-    result: dict[str, Any] = {"arm": plan.arm.name, "reached": outcome.finished}
-    if plan.target is not None:
-        result["target"] = plan.target.to_dict()
-        reached = plan.arm.state().pose
-        result["position_error_m"] = round(reached.distance_to(plan.target), 5)
+    """What the motion really reached, measured once the arm is at rest."""
+    arm, limits = plan.arm, plan.arm.envelope.limits
+    state = arm.settled_state()
+    target = plan.target if plan.target is not None else arm.envelope.tcp_pose(plan.joints or state.joints)
+    position_error = state.pose.distance_to(target)
+    angle_error = math.degrees(state.pose.angle_to(target))
+    reached = (
+        outcome.finished and position_error <= limits.reach_tolerance_m and angle_error <= limits.reach_tolerance_deg
+    )
+    result: dict[str, Any] = {
+        "arm": arm.name,
+        "reached": reached,
+        "target": target.to_dict(),
+        "pose": state.pose.to_dict(),
+        "position_error_m": round(position_error, 5),
+        "orientation_error_deg": round(angle_error, 3),
+    }
+    if plan.joints is not None:
+        result["joint_error_rad"] = round(max(abs(q - t) for q, t in zip(state.joints, plan.joints, strict=True)), 5)
+    result["cause"] = None if reached else _likely_cause(arm, outcome, state.joints)
     return result
+
+
+def _likely_cause(arm: FrankyArm, outcome: MotionOutcome, joints: Sequence[float]) -> str:
+    if outcome.stopped:
+        return "stopped: the motion was stopped before it ended"
+    limits = arm.envelope.limits
+    for i, (q, lo, hi) in enumerate(zip(joints, limits.joint_lower_rad, limits.joint_upper_rad, strict=False)):
+        if q < lo + limits.joint_margin_rad / 2 or q > hi - limits.joint_margin_rad / 2:
+            return f"limit: joint {i + 1} ended at {q:.3f} rad, at its limit [{lo}, {hi}]"
+    return "contact: the motion ended away from its target (blocked by an object, the table, or a collision reflex)"
 
 
 def run_gripper(
@@ -160,7 +225,7 @@ def run_gripper(
     """Check, approve, run a gripper command with stop-on-cancel; the gripper's state after it."""
     check()
     approve(ctx, [arm], description)
-    unhook = ctx.on_cancel(gripper.stop)
+    unhook = ctx.on_cancel(lambda: stop_quietly(gripper))
     try:
         with filming(ctx):
             outcome = command()

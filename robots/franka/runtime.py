@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from robots.franka.cameras import MujocoCamera, OpenCVCamera
 from robots.franka.config import ArmConfig, FrankaConfig
+from robots.franka.connect import RobotLink
 from robots.franka.franky_arm import FrankyArm
 from robots.franka.franky_gripper import FrankyGripper
 from robots.franka.safety import SafetyConfig
@@ -52,10 +53,26 @@ class FrankaRuntime:
         return self.grippers[arm_name]
 
     def stop_all(self) -> None:
+        """Stop every arm, and every gripper that is moving (a held object stays held).
+
+        Every device is told to stop even if one fails; then a RuntimeFault names each failure.
+        """
+        failures = []
         for arm in self.arms.values():
-            arm.stop()
-        for gripper in self.grippers.values():
+            try:
+                arm.stop()
+            except Exception as exc:
+                failures.append(str(exc))
+        moving = [g for g in self.grippers.values() if getattr(g, "busy", False)]
+        for gripper in moving:
             gripper.stop()
+        for gripper in moving:
+            try:
+                gripper.confirm_stopped()
+            except Exception as exc:
+                failures.append(str(exc))
+        if failures:
+            raise RuntimeFault("stop failed: " + "; ".join(failures))
 
     def close(self) -> None:
         if self.closed:
@@ -98,7 +115,11 @@ def build_runtime(
         if len(scene.arm_positions) != len(arm_cfgs):
             raise ValueError(f"arms: the sim scene has {len(scene.arm_positions)} arms, the config {len(arm_cfgs)}")
         simulator = FrankaSim(scene).start()
-        arm_cfgs = [cfg.model_copy(update={"host": host}) for cfg, host in zip(arm_cfgs, simulator.hosts, strict=False)]
+        # The simulated scene is the truth of where each arm stands.
+        arm_cfgs = [
+            cfg.model_copy(update={"host": host, "base_xyz_m": tuple(position)})
+            for cfg, host, position in zip(arm_cfgs, simulator.hosts, scene.arm_positions, strict=False)
+        ]
     runtime = FrankaRuntime(
         arms={},
         grippers={},
@@ -110,7 +131,8 @@ def build_runtime(
     )
     try:
         for cfg in arm_cfgs:
-            envelope = safety.envelope(cfg.name)
+            envelope = safety.envelope(cfg.name, cfg.base_xyz_m)
+            link = RobotLink(cfg.host)  # the arm and its hand notice a vanished robot together
             runtime.arms[cfg.name] = FrankyArm(
                 cfg.host,
                 name=cfg.name,
@@ -119,6 +141,7 @@ def build_runtime(
                 torque_threshold_nm=cfg.torque_threshold_nm,
                 force_threshold_n=cfg.force_threshold_n,
                 connect_timeout_s=cfg.connect_timeout_s,
+                link=link,
             )
             if cfg.gripper:
                 runtime.grippers[cfg.name] = FrankyGripper(
@@ -127,6 +150,7 @@ def build_runtime(
                     envelope=envelope,
                     speed_m_s=cfg.gripper_speed_m_s,
                     connect_timeout_s=cfg.connect_timeout_s,
+                    link=link,
                 )
         if simulator is not None and sim_cameras:
             for cam in simulator.scene.cameras:

@@ -1,5 +1,13 @@
 """The safety envelope: limits every Franka command is checked against before franky sees it.
 
+A motion is checked whole: its target and the path franky will run between the current pose and
+it (sampled every `path_step_m` / `path_step_rad`, along the Cartesian line for Cartesian motions,
+along the joint-space line for joint motions), for every configuration on the way: joints inside
+their limits with margin, the TCP inside the workspace box and within `max_tilt_deg` of pointing
+down, and every link and the hand above the table and the floor. Cartesian paths are turned into
+joint configurations the way the arm's own controller tracks them (robots.franka.kinematics), so
+the links of a Cartesian motion are checked too, and a target no configuration reaches is refused.
+
 Limits come from YAML (config/franka_safety.yaml); the defaults here are deliberately
 conservative so a missing or partial file never widens what the arm may do.
 """
@@ -11,9 +19,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from robots.franka import kinematics
 from rpent.runtime.arm import MotionRefused
 from rpent.runtime.types import Pose
 
@@ -39,6 +49,15 @@ class Box(BaseModel):
         return self
 
 
+class Table(BaseModel):
+    """The table top in the world frame (the frame arm bases are placed in): links stay above it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    top_z_m: float = 0.20
+    x_m: tuple[float, float] = (0.30, 0.80)
+    y_m: tuple[float, float] = (-0.60, 0.60)
+
+
 class ArmLimits(BaseModel):
     """Limits for one arm. Every field has a conservative default."""
 
@@ -57,6 +76,17 @@ class ArmLimits(BaseModel):
     max_gripper_width_m: float = Field(0.08, gt=0, le=0.08)
     require_approval: bool = False
     approval_timeout_s: float = Field(30.0, gt=0)
+    table: Table = Table()
+    table_margin_m: float = Field(0.01, ge=0, le=0.2)
+    floor_z_m: float = 0.0
+    max_tilt_deg: float = Field(60.0, gt=0, le=180)
+    path_step_m: float = Field(0.01, gt=0, le=0.05)
+    path_step_rad: float = Field(0.05, gt=0, le=0.2)
+    min_arm_distance_m: float = Field(0.10, ge=0, le=1.0)
+    # When a result may say `reached` / `grasped` (truth thresholds, not limits).
+    reach_tolerance_m: float = Field(0.005, gt=0, le=0.1)
+    reach_tolerance_deg: float = Field(2.0, gt=0, le=30)
+    grasp_min_width_m: float = Field(0.002, ge=0, le=0.08)
 
     @model_validator(mode="after")
     def _consistent(self) -> ArmLimits:
@@ -72,13 +102,25 @@ class ArmLimits(BaseModel):
 class SafetyEnvelope:
     """Checks commands for one arm against its limits; raises MotionRefused naming limit and value."""
 
-    def __init__(self, limits: ArmLimits | None = None, arm_name: str = "arm") -> None:
+    def __init__(
+        self,
+        limits: ArmLimits | None = None,
+        arm_name: str = "arm",
+        *,
+        base_xyz_m: Sequence[float] = (0.0, 0.0, 0.0),
+        flange_to_tcp: np.ndarray = kinematics.FLANGE_TO_HAND_TCP,
+    ) -> None:
         self.limits = limits or ArmLimits()
         self.arm_name = arm_name
+        self.base_xyz_m = np.asarray(base_xyz_m, dtype=float)
+        self.flange_to_tcp = np.asarray(flange_to_tcp, dtype=float)
+        self._lower = np.asarray(self.limits.joint_lower_rad) + self.limits.joint_margin_rad
+        self._upper = np.asarray(self.limits.joint_upper_rad) - self.limits.joint_margin_rad
 
     def _refuse(self, limit: str, value: object, rule: str) -> MotionRefused:
         return MotionRefused(f"{self.arm_name}.{limit}", value, rule)
 
+    # --- single poses and joint vectors ----------------------------------------------------------
     def check_pose(self, pose: Pose, what: str = "target") -> None:
         box = self.limits.workspace_m
         for axis, value, (lo, hi) in zip("xyz", pose.position, (box.x, box.y, box.z), strict=False):
@@ -88,6 +130,11 @@ class SafetyEnvelope:
         reach = math.dist(pose.position, (0.0, 0.0, 0.333))
         if reach > self.limits.max_reach_m:
             raise self._refuse(f"{what}.reach_m", round(reach, 4), f"max_reach_m {self.limits.max_reach_m}")
+        # The hand's approach axis is the flange's z, whatever end-effector frame the arm reports.
+        flange = kinematics.quaternion_matrix(pose.quaternion) @ self.flange_to_tcp[:3, :3].T
+        tilt = _tilt_deg(flange[None])[0]
+        if tilt > self.limits.max_tilt_deg:
+            raise self._refuse(f"{what}.tilt_deg", round(tilt, 1), self._tilt_rule())
 
     def check_step(self, start: Pose, target: Pose, what: str = "step") -> None:
         dist = start.distance_to(target)
@@ -113,6 +160,161 @@ class SafetyEnvelope:
                     f"joint {i + 1} limits [{lo}, {hi}] with margin {margin}",
                 )
 
+    # --- whole motions -------------------------------------------------------------------------------
+    def check_joint_motion(self, q_start: Sequence[float], waypoints: Sequence[Sequence[float]]) -> np.ndarray:
+        """Check joint waypoints and the joint-space path to them; returns the sampled configurations."""
+        names = _waypoint_names("joints", len(waypoints))
+        previous = np.asarray(q_start, dtype=float)
+        samples, labels = [], []
+        for name, waypoint in zip(names, waypoints, strict=True):
+            self.check_joints([float(q) for q in waypoint], name)
+            target = np.asarray(waypoint, dtype=float)
+            count = max(1, math.ceil(float(np.max(np.abs(target - previous))) / self.limits.path_step_rad))
+            fractions = np.arange(1, count + 1) / count
+            samples.append(previous + fractions[:, None] * (target - previous))
+            labels += [(name, f) for f in fractions]
+            previous = target
+        path = np.concatenate(samples)
+        self.check_configurations(np.asarray(q_start, dtype=float), path, labels)
+        return path
+
+    def check_cartesian_motion(self, q_start: Sequence[float], waypoints: Sequence[Pose]) -> np.ndarray:
+        """Check Cartesian waypoints and the straight-line path to them; returns sampled configurations."""
+        names = _waypoint_names("target", len(waypoints))
+        for name, waypoint in zip(names, waypoints, strict=True):
+            self.check_pose(waypoint, name)
+        q0 = np.asarray(q_start, dtype=float)
+        previous = kinematics.flange_pose(q0) @ self.flange_to_tcp
+        poses, labels = [], []
+        for name, waypoint in zip(names, waypoints, strict=True):
+            target = kinematics.pose_matrix(waypoint.position, waypoint.quaternion)
+            segment, fractions = self._cartesian_samples(previous, target)
+            poses += segment
+            labels += [(name, f) for f in fractions]
+            previous = target
+        path = self._track(q0, poses, labels)
+        self.check_configurations(q0, path, labels)
+        return path
+
+    def _cartesian_samples(self, start: np.ndarray, target: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+        """Poses along the line start -> target (positions linear, orientation slerped)."""
+        distance = float(np.linalg.norm(target[:3, 3] - start[:3, 3]))
+        turn = kinematics.rotation_vector(target[:3, :3] @ start[:3, :3].T)
+        angle = float(np.linalg.norm(turn))
+        count = max(1, math.ceil(distance / self.limits.path_step_m), math.ceil(angle / self.limits.path_step_rad))
+        fractions = np.arange(1, count + 1) / count
+        poses = []
+        for f in fractions:
+            pose = np.eye(4)
+            pose[:3, 3] = start[:3, 3] + f * (target[:3, 3] - start[:3, 3])
+            pose[:3, :3] = _rotation_about(turn, f) @ start[:3, :3]
+            poses.append(pose)
+        poses[-1] = target
+        return poses, fractions
+
+    def _track(self, q0: np.ndarray, poses: list[np.ndarray], labels: list[tuple[str, float]]) -> np.ndarray:
+        """Joint configurations along Cartesian samples: IK every few samples, joint-interpolated between.
+
+        IK every 4th sample (4 cm / 0.2 rad) keeps the check within its budget; where that loses track,
+        every sample is solved before a pose is called unreachable.
+        """
+        for stride, iterations in ((4, 8), (1, 30)):
+            keys = sorted({*range(stride - 1, len(poses), stride), len(poses) - 1})
+            try:
+                solved = kinematics.track_path(q0, [poses[k] for k in keys], self.flange_to_tcp, iterations=iterations)
+                break
+            except kinematics.UnreachablePose as exc:
+                failure = (keys[exc.index], exc)
+        else:
+            index, exc = failure
+            raise self._refuse(
+                f"{_where(*labels[index])}.reachable_m",
+                round(exc.position_error_m, 4),
+                "a joint configuration of the arm must reach every pose on the path (inverse kinematics)",
+            ) from None
+        path = np.empty((len(poses), 7))
+        previous_index, previous_q = -1, q0
+        for key, q in zip(keys, solved, strict=True):
+            span = key - previous_index
+            for step in range(1, span + 1):
+                path[previous_index + step] = previous_q + (q - previous_q) * step / span
+            previous_index, previous_q = key, q
+        return path
+
+    def check_configurations(self, q_start: np.ndarray, path: np.ndarray, labels: list[tuple[str, float]]) -> None:
+        """Every configuration of a path: joint limits, TCP box and tilt, links above table and floor."""
+        if not np.all(np.isfinite(path)):
+            k = int(np.argmax(~np.all(np.isfinite(path), axis=1)))
+            raise self._refuse(f"{_where(*labels[k])}.joints_rad", "not finite", "every joint value must be finite")
+        low = path < self._lower - 1e-9
+        high = path > self._upper + 1e-9
+        if low.any() or high.any():
+            k, j = np.argwhere(low | high)[0]
+            lo, hi = self.limits.joint_lower_rad[j], self.limits.joint_upper_rad[j]
+            raise self._refuse(
+                f"{_where(*labels[k])}.joints[{j}]_rad", round(float(path[k, j]), 4),
+                f"joint {j + 1} limits [{lo}, {hi}] with margin {self.limits.joint_margin_rad}",
+            )
+        frames = kinematics.joint_frames(np.vstack([q_start[None], path]))
+        tcp = frames[:, 7] @ self.flange_to_tcp
+        self._check_box(tcp[:, :3, 3], labels)
+        self._check_tilt(frames[:, 7, :3, :3], labels)
+        self._check_clear_of_table(self.base_xyz_m + kinematics.body_points(frames[1:]), labels)
+
+    def _check_box(self, positions: np.ndarray, labels: list[tuple[str, float]]) -> None:
+        box = self.limits.workspace_m
+        lo = np.array([box.x[0], box.y[0], box.z[0]])
+        hi = np.array([box.x[1], box.y[1], box.z[1]])
+        excess = np.max(np.maximum(lo - positions, positions - hi), axis=1)
+        k = _first_violation(excess, 0.0, 1e-3)
+        if k is not None:
+            axis = int(np.argmax(np.maximum(lo - positions[k + 1], positions[k + 1] - hi)))
+            bounds = (box.x, box.y, box.z)[axis]
+            raise self._refuse(
+                f"{_where(*labels[k])}.{'xyz'[axis]}_m", round(float(positions[k + 1, axis]), 4),
+                f"workspace_m.{'xyz'[axis]} [{bounds[0]}, {bounds[1]}] along the whole path",
+            )
+
+    def _check_tilt(self, rotations: np.ndarray, labels: list[tuple[str, float]]) -> None:
+        tilt = _tilt_deg(rotations)
+        k = _first_violation(tilt, self.limits.max_tilt_deg, 0.1)
+        if k is not None:
+            raise self._refuse(f"{_where(*labels[k])}.tilt_deg", round(float(tilt[k + 1]), 1), self._tilt_rule())
+
+    def _tilt_rule(self) -> str:
+        return f"max_tilt_deg {self.limits.max_tilt_deg} (angle between the gripper's approach axis and straight down)"
+
+    def _check_clear_of_table(self, points: np.ndarray, labels: list[tuple[str, float]]) -> None:
+        """points (N, P, 3) in the world frame; each has the radius of its link."""
+        radii = kinematics.POINT_RADII_M
+        table, margin = self.limits.table, self.limits.table_margin_m
+        bottom = points[..., 2] - radii
+        over_table = (
+            (points[..., 0] >= table.x_m[0] - radii) & (points[..., 0] <= table.x_m[1] + radii)
+            & (points[..., 1] >= table.y_m[0] - radii) & (points[..., 1] <= table.y_m[1] + radii)
+        )
+        for name, floor, mask in (
+            ("table", table.top_z_m + margin, over_table),
+            ("floor", self.limits.floor_z_m + margin, np.ones_like(over_table)),
+        ):
+            low = mask & (bottom < floor - 1e-9)
+            if low.any():
+                k, p = np.argwhere(low)[0]
+                raise self._refuse(
+                    f"{_where(*labels[k])}.{kinematics.POINT_NAMES[p]}.z_m", round(float(bottom[k, p]), 4),
+                    f"{name} at z {floor - margin} m + margin {margin} m (every link and the hand stay above it)",
+                )
+
+    def world_points(self, path: np.ndarray) -> np.ndarray:
+        """Check points (N, P, 3) of the arm's links and hand in the world frame."""
+        return self.base_xyz_m + kinematics.body_points(kinematics.joint_frames(path))
+
+    def tcp_pose(self, joints: Sequence[float]) -> Pose:
+        """The end-effector pose (base frame) of a joint configuration."""
+        matrix = kinematics.flange_pose(joints) @ self.flange_to_tcp
+        return Pose(tuple(matrix[:3, 3]), kinematics.quaternion_xyzw(matrix[:3, :3]))  # type: ignore[arg-type]
+
+    # --- speed and gripper -------------------------------------------------------------------------
     def speed_factor(self, requested: float | None) -> float:
         """The relative dynamics factor to use: the default, or the request if within the cap."""
         if requested is None:
@@ -130,6 +332,71 @@ class SafetyEnvelope:
             raise self._refuse(
                 "gripper_force_n", force_n, f"0 < force <= max_gripper_force_n {self.limits.max_gripper_force_n}"
             )
+
+
+def check_arm_clearance(paths: Sequence[tuple[SafetyEnvelope, np.ndarray]], what: str = "path") -> None:
+    """Arms moving together (or standing, as a one-configuration path) keep `min_arm_distance_m`.
+
+    Distances are between the arms' check points (link centre lines and hand points). Every
+    sample of one arm is compared with every sample of the other, so two paths that merely cross
+    at different times are refused too: conservative, and independent of how long each takes.
+    """
+    subsampled = [(env, env.world_points(_subsample(path, 16))) for env, path in paths]
+    for i, (env_a, points_a) in enumerate(subsampled):
+        for env_b, points_b in subsampled[i + 1:]:
+            minimum = max(env_a.limits.min_arm_distance_m, env_b.limits.min_arm_distance_m)
+            a = points_a.reshape(-1, 3)
+            b = points_b.reshape(-1, 3)
+            distance = float(np.sqrt(np.min(np.sum((a[:, None, :] - b[None, :, :]) ** 2, axis=2))))
+            if distance < minimum:
+                raise MotionRefused(
+                    f"{env_a.arm_name}+{env_b.arm_name}.{what}.arm_distance_m", round(distance, 4),
+                    f"min_arm_distance_m {minimum} between the arms' links",
+                )
+
+
+def _subsample(path: np.ndarray, count: int) -> np.ndarray:
+    if len(path) <= count:
+        return path
+    return path[np.unique(np.linspace(0, len(path) - 1, count).round().astype(int))]
+
+
+def _waypoint_names(single: str, count: int) -> list[str]:
+    return [single] if count == 1 else [f"waypoints[{i}]" for i in range(count)]
+
+
+def _where(name: str, fraction: float) -> str:
+    """`target` for the end of the motion, else `path to target at 40%`-style labels, as one token."""
+    if fraction >= 1.0:
+        return name
+    return f"path_to_{name}_at_{round(fraction * 100)}%"
+
+
+def _first_violation(values: np.ndarray, limit: float, slack: float) -> int | None:
+    """Index into the path (values[0] is the start) of the first sample breaking `values <= limit`.
+
+    A path that starts outside (an arm switched on in an odd pose) may move back in: until it is
+    inside once, a sample only counts as a violation when it is worse than the start.
+    """
+    inside = values <= limit
+    entered = np.maximum.accumulate(inside)
+    bad = ~inside & (np.concatenate([[False], entered[:-1]]) | (values > values[0] + slack))
+    bad[0] = False
+    if not bad.any():
+        return None
+    return int(np.argmax(bad)) - 1
+
+
+def _tilt_deg(rotations: np.ndarray) -> np.ndarray:
+    """Angle between the hand's approach axis (flange z) and straight down, per rotation (N, 3, 3)."""
+    return np.degrees(np.arccos(np.clip(-rotations[:, 2, 2], -1.0, 1.0)))
+
+
+def _rotation_about(rotation_vector: np.ndarray, fraction: float) -> np.ndarray:
+    angle = float(np.linalg.norm(rotation_vector))
+    if angle < 1e-12:
+        return np.eye(3)
+    return kinematics.axis_angle_matrix(rotation_vector / angle, angle * fraction)
 
 
 class SafetyConfig(BaseModel):
@@ -150,8 +417,8 @@ class SafetyConfig(BaseModel):
         except ValueError as exc:
             raise ValueError(f"safety config arms.{arm_name}: {exc}") from exc
 
-    def envelope(self, arm_name: str) -> SafetyEnvelope:
-        return SafetyEnvelope(self.limits_for(arm_name), arm_name)
+    def envelope(self, arm_name: str, base_xyz_m: Sequence[float] = (0.0, 0.0, 0.0)) -> SafetyEnvelope:
+        return SafetyEnvelope(self.limits_for(arm_name), arm_name, base_xyz_m=base_xyz_m)
 
 
 def load_safety_config(path: str | Path | None) -> SafetyConfig:

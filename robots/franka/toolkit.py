@@ -51,9 +51,12 @@ class FrankaToolkit(Toolkit):
 # against real results in the simulator). Non-readonly tools return an observation whose
 # `action_result` holds these fields; read-only tools return them directly.
 RESULT_FIELDS: dict[str, list[str]] = {
-    "move_to": ["arm", "position_error_m", "reached", "target"],
-    "move_by": ["arm", "position_error_m", "reached", "target"],
-    "move_joints": ["arm", "joints_rad", "reached"],
+    "move_to": ["arm", "cause", "orientation_error_deg", "pose", "position_error_m", "reached", "target"],
+    "move_by": ["arm", "cause", "orientation_error_deg", "pose", "position_error_m", "reached", "target"],
+    "move_joints": [
+        "arm", "cause", "joint_error_rad", "joints_rad", "orientation_error_deg", "pose", "position_error_m",
+        "reached", "target",
+    ],
     "home": ["arms"],
     "move_both_to": ["arms"],
     "move_both_by": ["arms"],

@@ -48,18 +48,18 @@ def test_absolute_cartesian_move_reaches_target(sim_runtime: FrankaRuntime) -> N
     arm.start_cartesian([target])
     outcome = arm.wait(timeout_s=30)
     assert outcome.finished and not outcome.stopped
-    reached = arm.state().pose
+    reached = arm.settled_state().pose
     assert reached.distance_to(target) < POS_TOL_M
     assert reached.angle_to(target) < 0.01
 
 
 def test_relative_move_is_in_the_base_frame(sim_runtime: FrankaRuntime) -> None:
     arm = sim_runtime.arm()
-    start = arm.state().pose
+    start = arm.settled_state().pose
     target = arm.start_relative((0.0, 0.0, 0.05))
     assert arm.wait(timeout_s=30).finished
     assert target.position == pytest.approx(np.add(start.position, (0.0, 0.0, 0.05)), abs=1e-9)
-    assert arm.state().pose.distance_to(target) < POS_TOL_M
+    assert arm.settled_state().pose.distance_to(target) < POS_TOL_M
 
 
 def test_cartesian_waypoints_end_at_the_last_one(sim_runtime: FrankaRuntime) -> None:
@@ -68,7 +68,7 @@ def test_cartesian_waypoints_end_at_the_last_one(sim_runtime: FrankaRuntime) -> 
     waypoints = [start.translated((0.0, 0.04, 0.0)), start.translated((0.0, 0.04, -0.04))]
     arm.start_cartesian(waypoints)
     assert arm.wait(timeout_s=30).finished
-    assert arm.state().pose.distance_to(waypoints[-1]) < POS_TOL_M
+    assert arm.settled_state().pose.distance_to(waypoints[-1]) < POS_TOL_M
 
 
 def test_joint_move_reaches_target(sim_runtime: FrankaRuntime, let_sim_run) -> None:
@@ -79,15 +79,15 @@ def test_joint_move_reaches_target(sim_runtime: FrankaRuntime, let_sim_run) -> N
     arm.start_joints([target])
     assert arm.wait(timeout_s=30).finished
     let_sim_run(sim_runtime, 0.5)
-    assert arm.state().joints == pytest.approx(target, abs=JOINT_TOL_RAD)
+    assert arm.settled_state().joints == pytest.approx(target, abs=JOINT_TOL_RAD)
     _home(sim_runtime)
     let_sim_run(sim_runtime, 0.5)
-    assert arm.state().joints == pytest.approx(HOME_JOINTS_RAD, abs=JOINT_TOL_RAD)
+    assert arm.settled_state().joints == pytest.approx(HOME_JOINTS_RAD, abs=JOINT_TOL_RAD)
 
 
 def test_out_of_envelope_move_is_refused_and_arm_stays(sim_runtime: FrankaRuntime, let_sim_run) -> None:
     arm = sim_runtime.arm()
-    before = arm.state()
+    before = arm.settled_state()
     with pytest.raises(MotionRefused, match=r"arm\.target\.z_m = 0\.1 violates workspace_m\.z"):
         arm.start_cartesian([Pose((0.5, 0.0, 0.1), before.pose.quaternion)])
     with pytest.raises(MotionRefused, match=r"arm\.step\.length_m = 0\.2"):

@@ -116,7 +116,7 @@ def test_schema_rejects_nonsense_before_anything_moves(toolkit: FrankaToolkit) -
 
 def test_cancel_stops_a_long_move_and_returns(toolkit: FrankaToolkit, sim_runtime, let_sim_run) -> None:
     arm = sim_runtime.arm()
-    start = arm.state().pose
+    start = arm.settled_state().pose  # at rest, so "moving" below is this call's motion
     call = toolkit.submit("move_by", {"dy_m": 0.1, "speed_factor": 0.05})
     deadline = time.monotonic() + 30
     while not arm.state().moving:
