@@ -208,6 +208,7 @@ class FrankyArm:
             if deadline is not None:
                 slice_s = max(0.0, min(slice_s, deadline - time.monotonic()))
             try:
+                self.link.check(self.name)  # a robot that closed its connection answers no UDP either
                 done = self._robot.join_motion(timeout=slice_s)
             except Exception as exc:
                 return self._ended_with(exc)
@@ -229,6 +230,8 @@ class FrankyArm:
         if self._stop_requested.is_set() and isinstance(exc, franky.ControlException):
             # The expected consequence of robot.stop(): the motion was preempted.
             return MotionOutcome(finished=False, stopped=True, detail=str(exc))
+        if isinstance(exc, RuntimeFault):  # the link saw the robot go
+            raise RuntimeFault(f"{exc}; during a motion, so where the arm stopped is unknown") from exc
         if isinstance(exc, franky.NetworkException):
             self.link.mark_lost(str(exc))
             raise RuntimeFault(

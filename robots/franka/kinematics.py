@@ -137,9 +137,25 @@ def joint_frames(q: np.ndarray) -> np.ndarray:
     return frames
 
 
+def frames_of(q: Sequence[float]) -> np.ndarray:
+    """joint_frames of one configuration, (8, 4, 4): the same chain without the batch bookkeeping,
+    which dominates for one configuration (the inverse kinematics calls this in its inner loop)."""
+    out = np.empty((JOINT_COUNT + 1, 4, 4))
+    current = np.eye(4)
+    for i in range(JOINT_COUNT):
+        c, s = math.cos(q[i]), math.sin(q[i])
+        m = current @ _ORIGINS[i]
+        current = m.copy()
+        current[:, 0] = c * m[:, 0] + s * m[:, 1]
+        current[:, 1] = c * m[:, 1] - s * m[:, 0]
+        out[i] = current
+    out[JOINT_COUNT] = current @ LINK7_TO_FLANGE
+    return out
+
+
 def flange_pose(q: Sequence[float]) -> np.ndarray:
     """Base -> flange of one configuration, (4, 4)."""
-    return joint_frames(np.asarray(q, dtype=float))[0, JOINT_COUNT]
+    return frames_of([float(v) for v in q])[JOINT_COUNT]
 
 
 def tcp_pose(q: Sequence[float], flange_to_tcp: np.ndarray = FLANGE_TO_HAND_TCP) -> np.ndarray:
@@ -187,7 +203,7 @@ def track_path(
     damping = 1e-4 * np.eye(6)
     for index, target in enumerate(targets):
         for _ in range(iterations):
-            frames = joint_frames(q)[0]
+            frames = frames_of(q)
             tcp = frames[JOINT_COUNT] @ flange_to_tcp
             error = np.concatenate([target[:3, 3] - tcp[:3, 3], rotation_vector(target[:3, :3] @ tcp[:3, :3].T)])
             if np.linalg.norm(error[:3]) < tolerance_m and np.linalg.norm(error[3:]) < tolerance_rad:
@@ -219,14 +235,15 @@ LINK_POINTS: tuple[tuple[int, tuple[float, float, float], float], ...] = (
     (6, (0.0, 0.0, 0.0), 0.06),        # joint 7
     (7, (0.0, 0.0, 0.0), 0.05),        # flange
 )
-# The Franka Hand in the hand frame (flange turned -45 deg; z towards the fingertips): body corners,
-# the body's lower face (radius 0.01 m), and the fingertips at the widest opening (radius 0: the TCP is
-# the fingertips' centre, so a TCP allowed at the workspace floor keeps the tips there too).
+# The Franka Hand in the hand frame (flange turned -45 deg; z towards the fingertips): body corners and
+# the body's lower face (radius 0.01 m), and the fingertips at the widest opening. The pads reach about
+# 1 cm past the TCP (measured in franky-sim: fingers on the table top with the TCP 1 cm above it).
+FINGERTIP_PAST_TCP_M = 0.01
 HAND_POINTS: tuple[tuple[float, float, float], ...] = (
     (0.03, 0.10, 0.0), (-0.03, 0.10, 0.0), (0.03, -0.10, 0.0), (-0.03, -0.10, 0.0),
     (0.03, 0.10, 0.065), (-0.03, 0.10, 0.065), (0.03, -0.10, 0.065), (-0.03, -0.10, 0.065),
-    (0.01, 0.05, HAND_TO_TCP_M), (-0.01, 0.05, HAND_TO_TCP_M),
-    (0.01, -0.05, HAND_TO_TCP_M), (-0.01, -0.05, HAND_TO_TCP_M),
+    (0.01, 0.05, HAND_TO_TCP_M + FINGERTIP_PAST_TCP_M), (-0.01, 0.05, HAND_TO_TCP_M + FINGERTIP_PAST_TCP_M),
+    (0.01, -0.05, HAND_TO_TCP_M + FINGERTIP_PAST_TCP_M), (-0.01, -0.05, HAND_TO_TCP_M + FINGERTIP_PAST_TCP_M),
 )
 _HAND_BODY_POINTS = 8
 

@@ -77,7 +77,7 @@ class ArmLimits(BaseModel):
     require_approval: bool = False
     approval_timeout_s: float = Field(30.0, gt=0)
     table: Table = Table()
-    table_margin_m: float = Field(0.01, ge=0, le=0.2)
+    table_margin_m: float = Field(0.005, ge=0, le=0.2)
     floor_z_m: float = 0.0
     max_tilt_deg: float = Field(60.0, gt=0, le=180)
     path_step_m: float = Field(0.01, gt=0, le=0.05)

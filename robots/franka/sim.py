@@ -256,6 +256,20 @@ class FrankaSim:
         with self.lock:
             return self._sim.data.xpos[body_id].copy()
 
+    def hand_tcp_in_arm_frame(self, arm_index: int = 0) -> np.ndarray:
+        """Ground truth of arm `arm_index`'s TCP (the Franka Hand's fingertip centre) in its base frame:
+        MuJoCo's own pose of the simulated hand body, whatever franky reports. 4 x 4."""
+        body_id = mujoco.mj_name2id(self._sim.model, mujoco.mjtObj.mjOBJ_BODY, f"robot{arm_index}_hand")
+        if body_id < 0:
+            raise KeyError(f"no hand body for arm {arm_index} in the simulated scene")
+        with self.lock:
+            position = self._sim.data.xpos[body_id].copy()
+            rotation = self._sim.data.xmat[body_id].reshape(3, 3).copy()
+        pose = np.eye(4)
+        pose[:3, :3] = rotation
+        pose[:3, 3] = position + rotation[:, 2] * 0.1034 - self.arm_position(arm_index)
+        return pose
+
     def arm_position(self, index: int) -> np.ndarray:
         return np.asarray(self.scene.arm_positions[index], float)
 

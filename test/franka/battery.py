@@ -184,7 +184,7 @@ def must_accept(count: int = 100, seed: int = 21) -> list[Command]:
             continue
         target = home_tcp + rng.uniform(-0.2, 0.2, 3) * np.array([1.0, 1.0, 1.2])
         # Pointing down, the wrist is 0.21 m above the TCP; the FR3 reaches it to ~0.7 m from the shoulder.
-        wrist_reach = float(np.linalg.norm(target + (0.0, 0.0, 0.21) - (0.0, 0.0, 0.333)))
+        wrist_reach = float(np.linalg.norm(target - np.array([0.0, 0.0, 0.333 - 0.21])))
         if _in_box(target, 0.02) and wrist_reach < 0.66:
             args = {"x_m": round(float(target[0]), 3), "y_m": round(float(target[1]), 3),
                     "z_m": round(float(target[2]), 3), "yaw_rad": round(float(rng.uniform(-0.5, 0.5)), 3)}

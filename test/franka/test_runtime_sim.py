@@ -58,7 +58,8 @@ def test_relative_move_is_in_the_base_frame(sim_runtime: FrankaRuntime) -> None:
     start = arm.settled_state().pose
     target = arm.start_relative((0.0, 0.0, 0.05))
     assert arm.wait(timeout_s=30).finished
-    assert target.position == pytest.approx(np.add(start.position, (0.0, 0.0, 0.05)), abs=1e-9)
+    # The offset is applied to the measured pose at the start (the arm at rest: within 0.5 mm of `start`).
+    assert target.position == pytest.approx(np.add(start.position, (0.0, 0.0, 0.05)), abs=5e-4)
     assert arm.settled_state().pose.distance_to(target) < POS_TOL_M
 
 

@@ -61,6 +61,7 @@ IMPORT_KEYS: dict[str, Need] = {
     "starlette": Need("python3-starlette-pip"),
     "uvicorn": Need("python3-uvicorn-pip"),
     "anthropic": Need("python3-anthropic-pip"),
+    "httpx2": Need("python3-anthropic-pip", via="anthropic requires httpx2, its HTTP library; no rosdep key of its own"),
     "mcp": Need("python3-mcp-pip"),
     "mcp_types": Need("python3-mcp-pip", via="mcp pins mcp-types to its own release"),
     "anyio": Need("python3-mcp-pip", via="mcp requires anyio>=4.9; rosdistro has no anyio key"),

@@ -210,20 +210,26 @@ def test_default_arm_placement_is_where_franky_sim_puts_the_arms() -> None:
 def test_hand_tcp_matches_frankys_end_effector_pose_over_fci() -> None:
     pytest.importorskip("franky", reason="franky-control is not installed (pip install rpent[sim])")
     from robots.franka.franky_arm import FrankyArm
+    from robots.franka.safety import ArmLimits, SafetyEnvelope
 
+    # Poses far from the default workspace, so the whole arm is exercised: a wide envelope.
+    wide = SafetyEnvelope(ArmLimits(workspace_m={"x": (-1.0, 1.0), "y": (-1.0, 1.0), "z": (0.0, 1.2)},
+                                    max_tilt_deg=180, table={"top_z_m": 0.0}), "left")
     # The same simulator process test/franka uses, on addresses of its own.
     with franka_sim_process(*(f"127.0.0.{b}" for b in range(141, 146))) as (_proc, host):
-        arm = FrankyArm(host, name="left", connect_timeout_s=10)
+        arm = FrankyArm(host, name="left", envelope=wide, connect_timeout_s=10)
         try:
             described = load_arm_description("left")
             targets = [HOME, (0.3, -0.4, 0.2, -2.0, 0.1, 1.8, 0.5), (-0.5, 0.3, -0.3, -1.8, -0.4, 2.2, -0.3)]
             for target in targets:
                 arm.start_joints([target], speed_factor=0.3)
                 assert arm.wait(timeout_s=60).finished
-                state = _settled(arm, target, timeout_s=30)  # joints and O_T_EE of one robot state
+                state = _settled(arm, target, timeout_s=30)
+                # franky's own O_T_EE of the settled arm (the pose ArmState reports is computed from q).
+                reported = arm._robot.state.O_T_EE
                 tcp = described.link_pose("left_hand_tcp", described.joint_positions(state.joints))
-                assert math.dist(tcp[:3, 3], state.pose.position) < POS_TOL_M
-                assert quat_angle(quaternion_xyzw(tcp[:3, :3]), state.pose.quaternion) < ANGLE_TOL_RAD
+                assert math.dist(tcp[:3, 3], reported.translation) < POS_TOL_M
+                assert quat_angle(quaternion_xyzw(tcp[:3, :3]), reported.quaternion) < ANGLE_TOL_RAD
         finally:
             arm.close()
 

@@ -1,0 +1,112 @@
+"""What checking a Franka motion costs, next to what the motion itself takes.
+
+Every motion is checked before franky sees it: target and path (sampled every 1 cm / 0.05 rad),
+joints, workspace box, tilt cone, links above the table, and for two arms the distance between
+them. This prints the check's cost per motion kind (median and p90 over many runs, from the arm's
+home pose) and, for the same motions run on franky-sim through the real franky client, how long the
+motion took, so the check's share of a motion is a ratio measured in the same run.
+
+    MUJOCO_GL=egl python bench/bench_safety.py [--runs 200] [--no-sim]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from robots.franka.config import HOME_JOINTS_RAD
+from robots.franka.safety import ArmLimits, SafetyEnvelope, check_arm_clearance
+from rpent.runtime.types import Pose
+
+HOME = np.asarray(HOME_JOINTS_RAD)
+DOWN = (1.0, 0.0, 0.0, 0.0)
+
+
+def _timed(fn: Callable[[], object], runs: int) -> tuple[float, float]:
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - start) * 1000)
+    samples.sort()
+    return statistics.median(samples), samples[int(0.9 * (len(samples) - 1))]
+
+
+def checks(runs: int) -> dict[str, tuple[float, float]]:
+    arm = SafetyEnvelope(ArmLimits(), "arm")
+    left = SafetyEnvelope(ArmLimits(), "left", base_xyz_m=(0.0, 0.25, 0.0))
+    right = SafetyEnvelope(ArmLimits(), "right", base_xyz_m=(0.0, -0.25, 0.0))
+    home = arm.tcp_pose(HOME)
+    by_10cm = Pose((home.position[0], home.position[1], home.position[2] - 0.10), home.quaternion)
+    across = Pose((0.45, 0.2, 0.3), DOWN)
+    joints = [0.3, 0.2, 0.0, -1.9, 0.0, 2.0, 0.785]
+
+    def both() -> None:
+        path = left.check_cartesian_motion(HOME, [by_10cm])
+        check_arm_clearance([(left, path), (right, HOME[None])])
+
+    return {
+        "move_by 10 cm": _timed(lambda: arm.check_cartesian_motion(HOME, [by_10cm]), runs),
+        "move_to 38 cm": _timed(lambda: arm.check_cartesian_motion(HOME, [across]), runs),
+        "move_joints": _timed(lambda: arm.check_joint_motion(HOME, [joints]), runs),
+        "home (from 0.3 rad away)": _timed(lambda: arm.check_joint_motion(HOME + 0.3, [HOME]), runs),
+        "dual move_by 10 cm + clearance": _timed(both, runs),
+    }
+
+
+def motion_durations() -> dict[str, float]:
+    """Wall time of the same motions on franky-sim (check included: it is part of start_*)."""
+    from robots.franka.config import FrankaConfig
+    from robots.franka.runtime import build_runtime
+
+    runtime = build_runtime(FrankaConfig(), sim=True, sim_cameras=False)
+    try:
+        arm = runtime.arm()
+        durations = {}
+        home = arm.settled_state().pose
+        for name, start in (
+            ("move_by 10 cm", lambda: arm.start_cartesian([Pose((home.position[0], home.position[1],
+                                                                 home.position[2] - 0.10), home.quaternion)])),
+            ("move_to 38 cm", lambda: arm.start_cartesian([Pose((0.45, 0.2, 0.3), DOWN)])),
+            ("move_joints", lambda: arm.start_joints([[0.3, 0.2, 0.0, -1.9, 0.0, 2.0, 0.785]])),
+            ("home (from 0.3 rad away)", lambda: arm.start_joints([HOME_JOINTS_RAD])),
+        ):
+            began = time.perf_counter()
+            start()
+            arm.wait(timeout_s=60)
+            durations[name] = (time.perf_counter() - began) * 1000
+            arm.settled_state()
+            if name == "move_joints":
+                arm.start_joints([list(HOME + 0.3)])
+                arm.wait(timeout_s=60)
+                arm.settled_state()
+        return durations
+    finally:
+        runtime.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--no-sim", action="store_true", help="only the checks (no franky-sim motions)")
+    args = parser.parse_args()
+    costs = checks(args.runs)
+    durations = {} if args.no_sim else motion_durations()
+    print(f"{'motion':34s} {'check median ms':>16s} {'p90 ms':>8s} {'motion ms (sim)':>16s} {'check/motion':>13s}")
+    for name, (median, p90) in costs.items():
+        motion = durations.get(name, math.nan)
+        ratio = median / motion if motion == motion else math.nan
+        print(f"{name:34s} {median:16.2f} {p90:8.2f} {motion:16.0f} {ratio:13.4f}")
+
+
+if __name__ == "__main__":
+    main()
