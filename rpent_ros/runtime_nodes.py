@@ -35,7 +35,11 @@ from rpent_ros.telemetry import ArmTelemetry, CameraTelemetry
 log = logging.getLogger("rpent.runtime_nodes")
 
 # Franky arms also answer the envelope checks the tools run before approval (cheap, no motion).
-FRANKA_ARM_METHODS = ARM_METHODS | {"check_cartesian", "check_joints", "relative_target", "cartesian_path", "joint_path"}
+FRANKA_ARM_METHODS = ARM_METHODS | {
+    "check_cartesian", "check_joints", "relative_target", "cartesian_path", "joint_path", "settled_state",
+}
+# The stop tool confirms a gripper stop (and reports one that failed) through the gripper node too.
+FRANKA_GRIPPER_METHODS = GRIPPER_METHODS | {"confirm_stopped"}
 
 
 class RuntimeNode(Node):
@@ -176,7 +180,7 @@ class FrankaGripperNode(RuntimeNode):
         gripper = _connect(self, f"gripper {name} at {ip}", lambda: FrankyGripper(
             ip, name=f"{name}_gripper", envelope=envelope, connect_timeout_s=timeout,
         ))
-        self.serve(name, gripper, GRIPPER_METHODS)
+        self.serve(name, gripper, FRANKA_GRIPPER_METHODS)
         # Only this node knows the opening, so it publishes the finger joints; the arm node the rest.
         telemetry = ArmTelemetry(self, name, description, static=False)
         self.every(rate, lambda: telemetry.publish_gripper(gripper.state().width_m))

@@ -169,6 +169,7 @@ class FrankyGripper:
     def stop(self) -> None:
         """Stop a running gripper command; with none running there is nothing to stop (a grasp stays held)."""
         if not self._busy.is_set():
+            self._stop_error = None  # nothing sent now: an older stop's failure is not this stop's
             return
         self._stop_requested.set()
         self._stop_error = None

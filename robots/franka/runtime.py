@@ -63,10 +63,10 @@ class FrankaRuntime:
                 arm.stop()
             except Exception as exc:
                 failures.append(str(exc))
-        moving = [g for g in self.grippers.values() if getattr(g, "busy", False)]
-        for gripper in moving:
-            gripper.stop()
-        for gripper in moving:
+        grippers = list(self.grippers.values())
+        for gripper in grippers:
+            gripper.stop()  # a no-op unless a gripper command runs
+        for gripper in grippers:
             try:
                 gripper.confirm_stopped()
             except Exception as exc:
