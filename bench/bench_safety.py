@@ -58,7 +58,7 @@ def checks(runs: int) -> dict[str, tuple[float, float]]:
         "move_by 10 cm": _timed(lambda: arm.check_cartesian_motion(HOME, [by_10cm]), runs),
         "move_to 38 cm": _timed(lambda: arm.check_cartesian_motion(HOME, [across]), runs),
         "move_joints": _timed(lambda: arm.check_joint_motion(HOME, [joints]), runs),
-        "home (from 0.3 rad away)": _timed(lambda: arm.check_joint_motion(HOME + 0.3, [HOME]), runs),
+        "home (from 0.15 rad away)": _timed(lambda: arm.check_joint_motion(HOME + 0.15, [HOME]), runs),
         "dual move_by 10 cm + clearance": _timed(both, runs),
     }
 
@@ -71,24 +71,29 @@ def motion_durations() -> dict[str, float]:
     runtime = build_runtime(FrankaConfig(), sim=True, sim_cameras=False)
     try:
         arm = runtime.arm()
-        durations = {}
-        home = arm.settled_state().pose
-        for name, start in (
-            ("move_by 10 cm", lambda: arm.start_cartesian([Pose((home.position[0], home.position[1],
-                                                                 home.position[2] - 0.10), home.quaternion)])),
-            ("move_to 38 cm", lambda: arm.start_cartesian([Pose((0.45, 0.2, 0.3), DOWN)])),
-            ("move_joints", lambda: arm.start_joints([[0.3, 0.2, 0.0, -1.9, 0.0, 2.0, 0.785]])),
-            ("home (from 0.3 rad away)", lambda: arm.start_joints([HOME_JOINTS_RAD])),
-        ):
+
+        def run(start: Callable[[], None]) -> float:
             began = time.perf_counter()
             start()
             arm.wait(timeout_s=60)
-            durations[name] = (time.perf_counter() - began) * 1000
+            elapsed = (time.perf_counter() - began) * 1000
             arm.settled_state()
-            if name == "move_joints":
-                arm.start_joints([list(HOME + 0.3)])
-                arm.wait(timeout_s=60)
-                arm.settled_state()
+            return elapsed
+
+        def from_home(start: Callable[[], None]) -> float:
+            run(lambda: arm.start_joints([HOME_JOINTS_RAD]))
+            return run(start)
+
+        home = arm.settled_state().pose
+        lower = Pose((home.position[0], home.position[1], home.position[2] - 0.10), home.quaternion)
+        durations = {
+            "move_by 10 cm": from_home(lambda: arm.start_cartesian([lower])),
+            "move_to 38 cm": from_home(lambda: arm.start_cartesian([Pose((0.45, 0.2, 0.3), DOWN)])),
+            "move_joints": from_home(lambda: arm.start_joints([[0.3, 0.2, 0.0, -1.9, 0.0, 2.0, 0.785]])),
+        }
+        run(lambda: arm.start_joints([list(HOME + 0.15)]))
+        durations["home (from 0.15 rad away)"] = run(lambda: arm.start_joints([HOME_JOINTS_RAD]))
+        durations["dual move_by 10 cm + clearance"] = durations["move_by 10 cm"]
         return durations
     finally:
         runtime.close()
