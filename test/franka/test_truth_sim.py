@@ -48,11 +48,12 @@ def _truth(runtime: FrankaRuntime, arm_index: int = 0) -> np.ndarray:
 
 
 def _at_rest(runtime: FrankaRuntime) -> tuple[float, ...]:
-    """Joints once the simulated arm has stopped creeping towards its last command (< 1e-3 rad/s)."""
+    """Joints once the simulated arm has stopped creeping towards its last command (< 2e-4 rad/s):
+    its PD hold keeps converging for seconds, which no command of the battery causes."""
     arm = runtime.arm()
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 15
     state = arm.settled_state()
-    while max(abs(v) for v in state.joint_velocities[:6]) > 1e-3 and time.monotonic() < deadline:
+    while max(abs(v) for v in state.joint_velocities[:6]) > 2e-4 and time.monotonic() < deadline:
         time.sleep(0.01)  # polling a condition with a deadline, not waiting out a race
         state = arm.state()
     return state.joints
@@ -169,12 +170,16 @@ def test_battery_must_refuse_leaves_the_arm_still(toolkit: FrankaToolkit, sim_ru
     _ok(toolkit.execute_tool("home", {}))
     from_home, _ = must_refuse()
     single = [c for c in from_home if c.robot == "franka"]
-    before = np.asarray(_at_rest(sim_runtime))
+    _at_rest(sim_runtime)
+    moved = 0.0
     for command in single:
+        # Per command: the simulated arm's own slow creep while it holds a pose is not a command's doing.
+        before = np.asarray(sim_runtime.arm().state().joints)
         result = toolkit.execute_tool(command.tool, command.arguments)
+        after = np.asarray(sim_runtime.arm().state().joints)
         assert result.is_error, f"accepted a must-refuse command: {command}"
         assert "refused" in result.error or "invalid arguments" in result.error, result.error
-    moved = float(np.max(np.abs(np.asarray(sim_runtime.arm().state().joints) - before)))
+        moved = max(moved, float(np.max(np.abs(after - before))))
     print(f"must-refuse on the sim arm: {len(single)} refused, largest joint displacement {moved:.2e} rad")
     assert moved < STILL_RAD
 
@@ -211,12 +216,14 @@ def test_dual_arms_crossing_are_refused_and_neither_arm_moves(dual) -> None:
     kit, runtime = dual
     from_home, _ = must_refuse()
     crossing = [c for c in from_home if c.robot == "dual_franka"]
-    before = {n: np.asarray(a.settled_state().joints) for n, a in runtime.arms.items()}
+    for arm in runtime.arms.values():
+        arm.settled_state()
     for command in crossing:
+        before = {n: np.asarray(a.state().joints) for n, a in runtime.arms.items()}
         result = kit.execute_tool(command.tool, command.arguments)
         assert result.is_error and "arm_distance_m" in result.error, (command, result.error)
-    for name, arm in runtime.arms.items():
-        assert float(np.max(np.abs(np.asarray(arm.state().joints) - before[name]))) < STILL_RAD
+        for name, arm in runtime.arms.items():
+            assert float(np.max(np.abs(np.asarray(arm.state().joints) - before[name]))) < STILL_RAD
     # Apart, both move.
     data = _ok(kit.execute_tool("move_both_by", {"dz_m": -0.05}))
     assert all(a["reached"] for a in data["arms"])
