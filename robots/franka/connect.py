@@ -66,19 +66,18 @@ class RobotLink:
         if sock is not None:
             self._sockets.append(sock)
 
-    def mark_lost(self, reason: str) -> None:
+    def lost_fault(self, who: str, reason: str) -> RuntimeFault:
+        """Record that the robot is gone (the first reason sticks) and the fault that says so."""
         if self.lost is None:
             self.lost = reason
+        return RuntimeFault(f"{who}: lost connection to the robot at {self.host}: {self.lost}")
 
     def check(self, who: str) -> None:
         """Raise RuntimeFault naming the cause if the robot is known to be gone."""
-        if self.lost is None:
-            for sock in self._sockets:
-                if _peer_closed(sock):
-                    self.mark_lost("the robot closed the connection")
-                    break
         if self.lost is not None:
-            raise RuntimeFault(f"{who}: lost connection to the robot at {self.host}: {self.lost}")
+            raise self.lost_fault(who, self.lost)
+        if any(_peer_closed(sock) for sock in self._sockets):
+            raise self.lost_fault(who, "the robot closed the connection")
 
     def close(self) -> None:
         for sock in self._sockets:

@@ -80,9 +80,8 @@ class FrankyArm:
             flange_to_tcp = np.asarray(self._robot.state.F_T_EE.matrix, dtype=float)
         except Exception as exc:
             raise RuntimeFault(f"{name} at {host}: setup failed: {exc}") from exc
-        base = envelope or SafetyEnvelope(arm_name=name)
         # The envelope checks the end effector this arm really has (Desk's setting), not an assumed one.
-        self.envelope = SafetyEnvelope(base.limits, base.arm_name, base_xyz_m=base.base_xyz_m, flange_to_tcp=flange_to_tcp)
+        self.envelope = (envelope or SafetyEnvelope(arm_name=name)).with_tcp(flange_to_tcp)
         self._lock = threading.Lock()
         self._active = False
         self._stop_requested = threading.Event()
@@ -99,8 +98,7 @@ class FrankyArm:
             in_control = bool(self._robot.is_in_control)
             has_errors = bool(self._robot.has_errors)
         except franky.NetworkException as exc:
-            self.link.mark_lost(str(exc))
-            raise RuntimeFault(f"{self.name}: lost connection to the robot at {self.host}: {exc}") from exc
+            raise self.link.lost_fault(self.name, str(exc)) from exc
         except Exception as exc:
             raise RuntimeFault(f"{self.name} at {self.host}: cannot read state: {exc}") from exc
         return ArmState(
@@ -230,14 +228,11 @@ class FrankyArm:
         if self._stop_requested.is_set() and isinstance(exc, franky.ControlException):
             # The expected consequence of robot.stop(): the motion was preempted.
             return MotionOutcome(finished=False, stopped=True, detail=str(exc))
-        if isinstance(exc, RuntimeFault):  # the link saw the robot go
-            raise RuntimeFault(f"{exc}; during a motion, so where the arm stopped is unknown") from exc
+        unknown = "during a motion, so where the arm stopped is unknown"
         if isinstance(exc, franky.NetworkException):
-            self.link.mark_lost(str(exc))
-            raise RuntimeFault(
-                f"{self.name}: lost connection to the robot at {self.host} during the motion; where the arm "
-                f"stopped is unknown: {exc}"
-            ) from exc
+            raise RuntimeFault(f"{self.link.lost_fault(self.name, str(exc))}; {unknown}") from exc
+        if isinstance(exc, RuntimeFault):  # the link saw the robot go, here or in the other client
+            raise RuntimeFault(f"{exc}; {unknown}") from exc
         raise RuntimeFault(f"{self.name} at {self.host}: motion failed: {exc}") from exc
 
     def _drain(self, timeout_s: float) -> str:

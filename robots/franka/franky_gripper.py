@@ -69,8 +69,7 @@ class FrankyGripper:
             st = self._gripper.state
             width, max_width, is_grasped = float(st.width), float(st.max_width), bool(st.is_grasped)
         except franky.NetworkException as exc:
-            self.link.mark_lost(str(exc))
-            raise RuntimeFault(f"{self.name}: lost connection to the robot at {self.host}: {exc}") from exc
+            raise self.link.lost_fault(self.name, str(exc)) from exc
         except Exception as exc:
             raise RuntimeFault(f"{self.name} at {self.host}: cannot read gripper state: {exc}") from exc
         # Still holding: our grasp found an object, the hand still says so, and the fingers did not close on.

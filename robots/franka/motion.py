@@ -184,7 +184,7 @@ def _motion_result(plan: PlannedMotion, outcome: MotionOutcome) -> dict[str, Any
     """What the motion really reached, measured once the arm is at rest."""
     arm, limits = plan.arm, plan.arm.envelope.limits
     state = arm.settled_state()
-    target = plan.target if plan.target is not None else arm.envelope.tcp_pose(plan.joints or state.joints)
+    target = plan.target if plan.target is not None else arm.envelope.tcp_pose(plan.joints)
     position_error = state.pose.distance_to(target)
     angle_error = math.degrees(state.pose.angle_to(target))
     reached = (

@@ -117,6 +117,10 @@ class SafetyEnvelope:
         self._lower = np.asarray(self.limits.joint_lower_rad) + self.limits.joint_margin_rad
         self._upper = np.asarray(self.limits.joint_upper_rad) - self.limits.joint_margin_rad
 
+    def with_tcp(self, flange_to_tcp: np.ndarray) -> SafetyEnvelope:
+        """The same envelope for an arm whose end effector sits at `flange_to_tcp` from the flange."""
+        return SafetyEnvelope(self.limits, self.arm_name, base_xyz_m=self.base_xyz_m, flange_to_tcp=flange_to_tcp)
+
     def _refuse(self, limit: str, value: object, rule: str) -> MotionRefused:
         return MotionRefused(f"{self.arm_name}.{limit}", value, rule)
 

@@ -95,24 +95,25 @@ def test_a_yes_typed_before_the_question_approves_nothing(terminal: _Terminal) -
     assert "no answer" in screen.getvalue()
 
 
-def test_a_yes_typed_ahead_without_enter_is_not_completed_by_a_later_enter(terminal: _Terminal) -> None:
-    terminal.type("y")  # half a line: on a terminal it sits in the line editor until Enter
+def _answers(terminal: _Terminal, ahead: str, after: str) -> list[bool]:
+    """Type `ahead` before the question is asked and `after` once it is on the screen."""
+    terminal.type(ahead)
     screen = _Screen()
     thread, answers = _ask(CliApprovalChannel(terminal.stream, screen), "8")
     assert screen.asked.wait(5)
-    terminal.type("\n")
+    terminal.type(after)
     thread.join(5)
-    assert answers == [False]
+    return answers
+
+
+def test_a_yes_typed_ahead_without_enter_is_not_completed_by_a_later_enter(terminal: _Terminal) -> None:
+    # Half a line: on a terminal it sits in the line editor until Enter.
+    assert _answers(terminal, "y", "\n") == [False]
 
 
 def test_only_the_line_typed_after_the_question_counts(terminal: _Terminal) -> None:
-    terminal.type("n\nno\n")  # stale answers to an earlier question
-    screen = _Screen()
-    thread, answers = _ask(CliApprovalChannel(terminal.stream, screen), "8")
-    assert screen.asked.wait(5)
-    terminal.type("y\n")
-    thread.join(5)
-    assert answers == [True]
+    # Stale answers to an earlier question, then a fresh yes.
+    assert _answers(terminal, "n\nno\n", "y\n") == [True]
 
 
 def test_no_answer_within_timeout_is_a_denial(terminal: _Terminal) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -171,15 +172,24 @@ def test_stop_reports_a_stop_that_failed(toolkit: FrankaToolkit, sim_runtime: Fr
     assert _ok(toolkit.execute_tool("stop", {})) == {"stopped": ["arm"]}
 
 
+@contextmanager
+def _own_sim(config: FrankaConfig, kit_class: type[FrankaToolkit], output_dir: Path, scene: SimScene | None = None):
+    """A toolkit on a simulator of its own (no cameras), closed afterwards."""
+    runtime = build_runtime(config, sim=True, scene=scene, sim_cameras=False)
+    kit = kit_class(robot=runtime, output_dir=output_dir)
+    try:
+        yield kit, runtime
+    finally:
+        kit.close(timeout=30)
+        runtime.close()
+
+
 @pytest.fixture
 def fresh(tmp_path: Path) -> Iterator[tuple[FrankaToolkit, FrankaRuntime]]:
     """A simulator of its own: what earlier tests did to the shared one (contacts, pushes) leaves the
     simulated arm creeping for a long while, which would be mistaken for a refused command's doing."""
-    runtime = build_runtime(FrankaConfig(), sim=True, sim_cameras=False)
-    kit = FrankaToolkit(robot=runtime, output_dir=tmp_path)
-    yield kit, runtime
-    kit.close(timeout=30)
-    runtime.close()
+    with _own_sim(FrankaConfig(), FrankaToolkit, tmp_path) as pair:
+        yield pair
 
 
 def test_battery_must_refuse_leaves_the_arm_still(fresh) -> None:
@@ -222,11 +232,8 @@ def test_battery_safe_commands_pass_the_live_arm_checks_and_some_run(toolkit, si
 @pytest.fixture(scope="module")
 def dual(tmp_path_factory) -> Iterator[tuple[DualFrankaToolkit, FrankaRuntime]]:
     config = FrankaConfig(arms=[ArmConfig(name="left"), ArmConfig(name="right")])
-    runtime = build_runtime(config, sim=True, scene=SimScene.dual(), sim_cameras=False)
-    kit = DualFrankaToolkit(robot=runtime, output_dir=tmp_path_factory.mktemp("dual"))
-    yield kit, runtime
-    kit.close(timeout=30)
-    runtime.close()
+    with _own_sim(config, DualFrankaToolkit, tmp_path_factory.mktemp("dual"), SimScene.dual()) as pair:
+        yield pair  # type: ignore[misc]
 
 
 def test_dual_arms_crossing_are_refused_and_neither_arm_moves(dual) -> None:
