@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import io
+import os
+import stat
 from pathlib import Path
 from typing import Annotated, Any
 
 from PIL import Image
 from pydantic import Field
 
-from rpent.memory.manager import MemoryAccessError, MemoryManager, write_text_atomic
+from rpent.memory.manager import MemoryAccessError, MemoryManager
 from rpent.tools.context import ToolContext
 from rpent.tools.images import is_png
 from rpent.tools.result import ToolResult
@@ -20,15 +22,15 @@ MAX_WRITE_BYTES = 1_000_000
 MAX_LIST_ENTRIES = 500
 
 
-def _authorize(ctx: ToolContext[Any], path: str, *, write: bool) -> Path:
+def _memory(ctx: ToolContext[Any]) -> tuple[MemoryManager, list[Path]]:
+    """The manager that judges this call's paths, and the extra roots (the run's output) it allows."""
     extra = [ctx.output_dir] if ctx.output_dir is not None else []
-    memory = ctx.memory
-    if memory is None:
-        if not extra:
-            raise MemoryAccessError("no memory directory and no output directory are configured for this run")
-        # Without a memory directory only the run's own output is reachable; relative paths resolve there.
-        memory = MemoryManager(extra[0], "read-only")
-    return memory.authorize_write(path, extra_roots=extra) if write else memory.authorize_read(path, extra_roots=extra)
+    if ctx.memory is not None:
+        return ctx.memory, extra
+    if not extra:
+        raise MemoryAccessError("no memory directory and no output directory are configured for this run")
+    # Without a memory directory only the run's own output is reachable; relative paths resolve there.
+    return MemoryManager(extra[0], "read-only"), extra
 
 
 @tool
@@ -45,13 +47,10 @@ def read_text_file(
         path: Path relative to the memory directory, or an absolute path inside the memory or output directory.
         max_bytes: Read at most this many bytes from the start of the file.
     """
-    resolved = _authorize(ctx, path, write=False)
-    if not resolved.is_file():
-        raise FileNotFoundError(f"path {path!r}: no such file")
-    with open(resolved, "rb") as handle:
-        raw = handle.read(max_bytes + 1)
+    memory, extra = _memory(ctx)
+    where, raw = memory.read_file(path, limit=max_bytes + 1, extra_roots=extra)
     text = raw[:max_bytes].decode("utf-8", errors="replace")
-    return {"path": str(resolved), "text": text, "truncated": len(raw) > max_bytes}
+    return {"path": str(where), "text": text, "truncated": len(raw) > max_bytes}
 
 
 @tool
@@ -67,9 +66,10 @@ def write_text_file(
         path: Path relative to the memory directory, or an absolute path inside the memory or output directory.
         text: The whole new content of the file.
     """
-    resolved = _authorize(ctx, path, write=True)
-    write_text_atomic(resolved, text)
-    return {"path": str(resolved), "bytes": len(text.encode("utf-8"))}
+    memory, extra = _memory(ctx)
+    data = text.encode("utf-8")  # validation already refused text that is not valid Unicode
+    where = memory.write_file(path, data, extra_roots=extra)
+    return {"path": str(where), "bytes": len(data)}
 
 
 @tool
@@ -77,17 +77,26 @@ def write_text_file(
 def list_dir(path: str = ".", *, ctx: ToolContext[Any]) -> dict[str, Any]:
     """List a folder of the robot's memory directory or of this run's output directory.
 
+    Folder names end with '/', symbolic links (which these file tools do not follow) with '@'; `bytes`
+    is the size of each regular file.
+
     Args:
         path: Folder relative to the memory directory, or an absolute path inside the memory or output directory.
     """
-    resolved = _authorize(ctx, path, write=False)
-    if not resolved.is_dir():
-        raise FileNotFoundError(f"path {path!r}: no such folder")
-    entries = []
-    for child in sorted(resolved.iterdir())[:MAX_LIST_ENTRIES]:
-        is_dir = child.is_dir()
-        entries.append({"name": child.name + ("/" if is_dir else ""), "bytes": None if is_dir else child.stat().st_size})
-    return {"path": str(resolved), "entries": entries}
+    memory, extra = _memory(ctx)
+    where, listing = memory.list_folder(path, extra_roots=extra)
+    entries = [_entry(name, info) for name, info in listing[:MAX_LIST_ENTRIES]]
+    return {"path": str(where), "entries": entries}
+
+
+def _entry(name: str, info: os.stat_result) -> dict[str, Any]:
+    # A name that is not UTF-8 is shown with \x escapes rather than break the JSON it travels in.
+    shown = os.fsencode(name).decode("utf-8", errors="backslashreplace")
+    if stat.S_ISDIR(info.st_mode):
+        return {"name": shown + "/", "bytes": None}
+    if stat.S_ISLNK(info.st_mode):
+        return {"name": shown + "@", "bytes": None}
+    return {"name": shown, "bytes": info.st_size if stat.S_ISREG(info.st_mode) else None}
 
 
 @tool
@@ -98,16 +107,14 @@ def read_image(path: str, *, ctx: ToolContext[Any]) -> ToolResult:
     Args:
         path: Path relative to the memory directory, or an absolute path inside the memory or output directory.
     """
-    resolved = _authorize(ctx, path, write=False)
-    if not resolved.is_file():
-        raise FileNotFoundError(f"path {path!r}: no such file")
-    data = resolved.read_bytes()
+    memory, extra = _memory(ctx)
+    where, data = memory.read_file(path, extra_roots=extra)
     if not is_png(data):
         with Image.open(io.BytesIO(data)) as image:
             buffer = io.BytesIO()
             image.convert("RGB").save(buffer, format="PNG")
             data = buffer.getvalue()
-    return ToolResult(data={"path": str(resolved)}, images=[data])
+    return ToolResult(data={"path": str(where)}, images=[data])
 
 
 COMMON_TOOLS = (read_text_file, write_text_file, list_dir, read_image)

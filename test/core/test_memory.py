@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -98,14 +100,126 @@ def test_common_tools_honour_the_memory_access_mode(memory_root, tmp_path):
 
 def test_read_image_returns_png_bytes_from_the_output_dir(tmp_path):
     out = tmp_path / "run"
-    out.mkdir()
+    kit = Toolkit(output_dir=out)  # an output directory must be new or empty when the toolkit opens it
     image = np.zeros((10, 12, 3), np.uint8)
     image[:, :6] = 255
     (out / "view.png").write_bytes(encode_png(image))
-    kit = Toolkit(output_dir=out)
     result = kit.execute_tool("read_image", {"path": str(out / "view.png")})
     assert not result.is_error
     assert np.array_equal(decode_png(result.images[0]), image)
     missing = kit.execute_tool("read_image", {"path": str(out / "none.png")})
     assert missing.is_error and "no such file" in missing.error
+    kit.close()
+
+
+def _tree(top: Path) -> dict[str, int | None]:
+    """Every name under `top`, with each folder's mtime: a file made and removed again still shows."""
+    tree: dict[str, int | None] = {".": top.stat().st_mtime_ns}
+    for entry in top.rglob("*"):
+        tree[str(entry.relative_to(top))] = entry.lstat().st_mtime_ns if entry.is_dir() else None
+    return tree
+
+
+@pytest.mark.parametrize("mode", ["read-only", "read-write", "inbox-write"])
+def test_writing_to_the_output_dir_itself_creates_nothing_anywhere(memory_root, tmp_path, mode):
+    out = tmp_path / "run"
+    kit = Toolkit(memory=MemoryManager(memory_root, mode), output_dir=out)
+    before = _tree(tmp_path)
+    refused = kit.execute_tool("write_text_file", {"path": str(out), "text": "x"})
+    assert refused.is_error and "path:" in refused.error and "itself" in refused.error
+    assert _tree(tmp_path) == before
+    kit.close()
+
+
+def test_writing_to_a_memory_folder_creates_nothing_anywhere(memory_root, tmp_path):
+    kit = Toolkit(memory=MemoryManager(memory_root, "read-write"))
+    before = _tree(tmp_path)
+    refused = kit.execute_tool("write_text_file", {"path": "inbox", "text": "x"})
+    assert refused.is_error and "path:" in refused.error and "is a folder" in refused.error
+    assert _tree(tmp_path) == before
+    kit.close()
+
+
+@pytest.mark.parametrize(("path", "rule"), [
+    ("\ud800", "Unicode"), ("inbox/\udc80.md", "Unicode"), ("a\x00b", "NUL"), ("inbox/" + "n" * 256, "at most 255"),
+])
+def test_a_path_that_names_no_real_file_is_refused_before_anything_is_written(memory_root, tmp_path, path, rule):
+    kit = Toolkit(memory=MemoryManager(memory_root, "read-write"))
+    before = _tree(tmp_path)
+    for name, arguments in [("write_text_file", {"path": path, "text": "x"}), ("read_text_file", {"path": path})]:
+        refused = kit.execute_tool(name, arguments)
+        assert refused.is_error and refused.error.startswith("ValueError: path:") and rule in refused.error
+    assert _tree(tmp_path) == before
+    kit.close()
+
+
+def test_text_that_is_not_unicode_is_refused_before_anything_is_written(memory_root, tmp_path):
+    kit = Toolkit(memory=MemoryManager(memory_root, "read-write"))
+    before = _tree(tmp_path)
+    refused = kit.execute_tool("write_text_file", {"path": "inbox/idea.md", "text": "half \ud800"})
+    assert refused.is_error and "text:" in refused.error
+    assert _tree(tmp_path) == before
+    kit.close()
+
+
+def test_symbolic_links_are_refused_even_when_they_stay_inside(memory_root):
+    os.symlink(memory_root / "notes.md", memory_root / "alias.md")
+    os.symlink(memory_root / "inbox", memory_root / "inbox-alias")
+    kit = Toolkit(memory=MemoryManager(memory_root, "read-write"))
+    read = kit.execute_tool("read_text_file", {"path": "alias.md"})
+    assert read.is_error and "path: 'alias.md': 'alias.md' is a symbolic link" in read.error
+    written = kit.execute_tool("write_text_file", {"path": "inbox-alias/idea.md", "text": "x"})
+    assert written.is_error and "path: 'inbox-alias/idea.md': 'inbox-alias' is a symbolic link" in written.error
+    assert not (memory_root / "inbox" / "idea.md").exists()
+    assert (memory_root / "notes.md").read_text() == "cube is red"
+    kit.close()
+
+
+def test_list_dir_shows_links_as_links_without_looking_through_them(memory_root, tmp_path):
+    big = tmp_path / "outside.bin"
+    big.write_bytes(b"x" * 12345)
+    os.symlink(big, memory_root / "outside-link")
+    kit = Toolkit(memory=MemoryManager(memory_root, "read-only"))
+    entries = kit.execute_tool("list_dir", {}).data["entries"]
+    assert {"name": "outside-link@", "bytes": None} in entries
+    assert {"name": "notes.md", "bytes": len("cube is red")} in entries
+    kit.close()
+
+
+def test_a_fifo_is_refused_at_once_instead_of_waiting_for_a_writer(memory_root):
+    os.mkfifo(memory_root / "pipe")
+    kit = Toolkit(memory=MemoryManager(memory_root, "read-only"))
+    results = []
+    reader = threading.Thread(target=lambda: results.append(kit.execute_tool("read_text_file", {"path": "pipe"})))
+    reader.start()
+    reader.join(10)
+    if reader.is_alive():  # unblock the reader so the test run ends, then fail
+        os.close(os.open(memory_root / "pipe", os.O_WRONLY | os.O_NONBLOCK))
+        reader.join(10)
+        pytest.fail("reading a FIFO waited for a writer")
+    assert results[0].is_error and "not a regular file" in results[0].error
+    kit.close()
+
+
+def test_hard_linked_files_are_neither_read_nor_written(memory_root, tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("key")
+    os.link(secret, memory_root / "inbox" / "alias.txt")
+    kit = Toolkit(memory=MemoryManager(memory_root, "inbox-write"))
+    read = kit.execute_tool("read_text_file", {"path": "inbox/alias.txt"})
+    assert read.is_error and "hard links" in read.error
+    written = kit.execute_tool("write_text_file", {"path": "inbox/alias.txt", "text": "changed"})
+    assert written.is_error and "hard links" in written.error
+    assert secret.read_text() == "key"
+    kit.close()
+
+
+def test_an_absolute_path_may_spell_the_root_as_configured_or_resolved(tmp_path, memory_root):
+    os.symlink(tmp_path, tmp_path.parent / f"{tmp_path.name}-alias")
+    configured = tmp_path.parent / f"{tmp_path.name}-alias" / "memory"
+    kit = Toolkit(memory=MemoryManager(configured, "read-write"))
+    for path in ["notes.md", str(configured / "notes.md"), str(memory_root.resolve() / "notes.md")]:
+        assert kit.execute_tool("read_text_file", {"path": path}).data["text"] == "cube is red"
+    assert not kit.execute_tool("write_text_file", {"path": str(configured / "inbox" / "n.md"), "text": "x"}).is_error
+    assert (memory_root / "inbox" / "n.md").read_text() == "x"
     kit.close()
