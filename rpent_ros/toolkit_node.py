@@ -34,6 +34,7 @@ from rpent.cli.run import default_output_dir
 from rpent.robot import load_robot
 from rpent.srv import CloseTask, GetStatus, ListTools, NewTask
 from rpent.tools import ToolCall, ToolResult
+from rpent.tools.record import adopt_segment, open_segment
 from rpent_ros.approval import DEFAULT_SERVICE, RosApprovalChannel
 from rpent_ros.conversions import GoalError, feedback_fields, parse_goal, result_fields, tools_json
 from rpent_ros.events import RosEventSink
@@ -57,6 +58,9 @@ class ToolkitNode(Node):
         if namespace.output_dir is None:
             namespace.output_dir = str(default_output_dir(self.spec.name))
         self.config = self.spec.parse_config(namespace)
+        # Before anything starts: a used output_dir is refused unless `resume:=true` continues its record.
+        open_segment(self.config.output_dir, resume=bool(getattr(namespace, "resume", False)),
+                     option="parameter output_dir", resume_option="resume:=true")
         self._base_output_dir = self.config.output_dir
         # action_clips: per-action MP4 clips for a dashboard that links them from its timeline.
         clips = bool(self.get_parameter_or("action_clips", Parameter("action_clips", value=False)).value)
@@ -180,14 +184,22 @@ class ToolkitNode(Node):
         return response
 
     def _next_default_dir(self) -> Path:
-        self._tasks += 1
-        return self._base_output_dir / f"task-{self._tasks:03d}"
+        # A resumed output_dir may hold task folders of an earlier node: never reuse one.
+        while True:
+            self._tasks += 1
+            path = self._base_output_dir / f"task-{self._tasks:03d}"
+            if not path.exists():
+                return path
 
     def _reopen(self, output_dir: Path) -> Path | None:
         """Close the current record (running calls finish, the video is saved) and open one in `output_dir`.
 
-        Returns the closed record's episode video. Call with `_lock` held.
+        Returns the closed record's episode video. Call with `_lock` held. `output_dir` must be new or
+        empty, or claimed by the node that asked for it (the dashboard node's task folder, where it
+        writes run.log and result.json); anything else is refused (RecordError) before the current
+        record is closed, so the node keeps serving it.
         """
+        adopt_segment(output_dir)
         episode = self.toolkit.close(timeout=60)
         self.config.output_dir = output_dir
         self.toolkit = self.robot.get_toolkit(runtime_kwargs=self.runtime_kwargs, dashboard_events=self.events,

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
+from rpent.tools.record import Segment
 from rpent.tools.result import _json_default
 
 
@@ -43,8 +44,13 @@ def setup_console(*, quiet: bool = False, json_logs: bool = False) -> None:
     root.addHandler(console)
 
 
-def add_run_log(output_dir: Path) -> logging.Handler:
-    handler = logging.FileHandler(output_dir / "run.log", encoding="utf-8")
+def add_run_log(segment: Segment) -> logging.Handler:
+    """Log everything to the record's run.log, which every segment appends to after a header of its own."""
+    handler = logging.FileHandler(segment.output_dir / "run.log", encoding="utf-8")
+    resumed = " (continued with --resume)" if segment.number > 1 else ""
+    handler.stream.write(f"===== segment {segment.number}{resumed}, started {time.strftime('%Y-%m-%d %H:%M:%S')}, "
+                         f"pid {os.getpid()} =====\n")
+    handler.flush()
     handler.setLevel(logging.DEBUG)
     handler.setFormatter(logging.Formatter("%(asctime)s.%(msecs)03d %(levelname)s %(name)s: %(message)s", "%Y-%m-%d %H:%M:%S"))
     handler._rpent = True  # type: ignore[attr-defined]

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from rpent.cli.logs import setup_console
 from rpent.robot import ConfigError, RobotNotFound, list_robots, load_robot
+from rpent.tools.record import RecordError
 
 PLANNER_NAMES = ("api", "claude_code", "codex", "replay")
 log = logging.getLogger("rpent.cli")
@@ -32,7 +33,9 @@ def _common_run_args(parser: argparse.ArgumentParser) -> None:
                         help="who plans: the Anthropic API, Claude Code, Codex, or a recipe replay (default replay)")
     parser.add_argument("--task", help="the task in words (default: the robot's default task)")
     parser.add_argument("--max-turns", type=int, default=60, help="model turns (replay: steps) before giving up (default 60)")
-    parser.add_argument("--output-dir", help="where the run's record goes (default runs/<robot>-<time>)")
+    parser.add_argument("--output-dir", help="where the run's record goes: a new or empty directory (default runs/<robot>-<time>)")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue the record in --output-dir as a new segment (its files end in -N; nothing is overwritten)")
     parser.add_argument("--recipe-tag", help="name of the recipe written on success (default: the robot name)")
     parser.add_argument("--memory-dir", help="the robot's memory directory (default: $RPENT_MEMORY_DIR/<robot> or ~/.local/share/rpent/memory/<robot>)")
     parser.add_argument("--memory-access", choices=("read-only", "read-write", "inbox-write"), default="inbox-write",
@@ -126,7 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return serve_dashboard(args, spec, module)
         return run(args, spec, module)
-    except ConfigError as exc:
+    except (ConfigError, RecordError) as exc:
         print(f"rpent: error: {exc}", file=sys.stderr)
         return EXIT_CONFIG
 

@@ -16,6 +16,7 @@ from rpent.cli.logs import FanOutSink, ProgressSink, add_run_log
 from rpent.cli.task import TaskRun
 from rpent.planner.base import Planner, build_planner
 from rpent.robot import ConfigError, RobotSpec
+from rpent.tools.record import open_segment
 
 log = logging.getLogger("rpent.run")
 
@@ -56,9 +57,11 @@ def run(args: argparse.Namespace, spec: RobotSpec, robot: ModuleType) -> int:
     started = time.time()
     config = spec.parse_config(args)  # ConfigError -> exit 2 before anything starts
     planner = make_planner(args, spec)
-    config.output_dir.mkdir(parents=True, exist_ok=True)
-    run_log = add_run_log(config.output_dir)
-    log.info("run %s: robot=%s planner=%s output=%s", run_id_for(config.robot, started), config.robot, args.planner, config.output_dir)
+    # The last check before anything starts: a used directory is refused (RecordError -> exit 2).
+    segment = open_segment(config.output_dir, resume=getattr(args, "resume", False))
+    run_log = add_run_log(segment)
+    log.info("run %s: robot=%s planner=%s output=%s segment=%d", run_id_for(config.robot, started), config.robot,
+             args.planner, config.output_dir, segment.number)
     events = FanOutSink(ProgressSink(log), getattr(args, "dashboard_sink", None))
     runtime_kwargs: dict[str, Any] = {}
     task: TaskRun | None = None
@@ -69,7 +72,7 @@ def run(args: argparse.Namespace, spec: RobotSpec, robot: ModuleType) -> int:
         runtime_kwargs = spec.init_runtime(config, selection=None, events=events)
         task = TaskRun(
             spec=spec, robot=robot, config=config, planner=planner, planner_name=args.planner,
-            max_turns=args.max_turns, runtime_kwargs=runtime_kwargs, events=events,
+            max_turns=args.max_turns, runtime_kwargs=runtime_kwargs, events=events, segment=segment,
         )
         interrupted = not _run_interruptibly(task)
     except KeyboardInterrupt:  # during runtime start

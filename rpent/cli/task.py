@@ -17,6 +17,7 @@ from typing import Any
 from rpent.cli.artifacts import publish_to_memory, qualifies_for_memory, run_id_for, write_json
 from rpent.planner.base import AbortRequest, OperatorInput, OperatorMessage, Planner, PlannerResult, PlannerStatus
 from rpent.robot import RobotSpec, RunConfig
+from rpent.tools.record import Segment
 
 log = logging.getLogger("rpent.run")
 
@@ -36,8 +37,10 @@ class TaskRun:
         max_turns: int,
         runtime_kwargs: dict[str, Any],
         events: Any,
+        segment: Segment,
         dashboard_interaction: Any = None,
     ) -> None:
+        """`segment`: the part of the record in config.output_dir this task writes (see rpent.tools.record)."""
         self.spec = spec
         self.robot = robot
         self.config = config
@@ -47,6 +50,7 @@ class TaskRun:
         self.runtime_kwargs = runtime_kwargs
         self.events = events
         self.dashboard_interaction = dashboard_interaction
+        self.segment = segment
         self.inputs: queue.Queue[OperatorInput] = queue.Queue()
         self.toolkit: Any = None
         self.summary: dict[str, Any] | None = None
@@ -80,7 +84,6 @@ class TaskRun:
     def run(self) -> dict[str, Any]:
         started = time.time()
         config = self.config
-        config.output_dir.mkdir(parents=True, exist_ok=True)
         result: PlannerResult | None = None
         error: str | None = None
         try:
@@ -108,7 +111,7 @@ class TaskRun:
 
     def _finish(self, result: PlannerResult | None, error: str | None, started: float) -> dict[str, Any]:
         """Always: solved(), transcript, finish result with operator fields, recipe, video, result.json."""
-        config, toolkit = self.config, self.toolkit
+        config, toolkit, segment = self.config, self.toolkit, self.segment
         output_dir = config.output_dir
         solved = None
         finish: dict[str, Any] | None = None
@@ -129,7 +132,7 @@ class TaskRun:
                 finish["operator_aborted"] = aborted is not None
                 finish["operator_notes"] = [*finish.get("operator_notes", []), *notes]
             if result is not None:
-                write_json(output_dir / "transcript.json", result.transcript)
+                write_json(segment.file("transcript.json"), result.transcript)
             ok = qualifies_for_memory(finish, solved) and aborted is None and error is None
             if toolkit is not None and ok:
                 recipe_path = toolkit.write_recipe(config.recipe_tag)
@@ -154,15 +157,16 @@ class TaskRun:
             "usage": result.usage.to_dict() if result is not None else None,
             "wall_time_s": round(time.time() - started, 3),
             "output_dir": str(output_dir),
+            "segment": segment.number,
             "episode": str(episode) if episode else None,
             "recipe": str(recipe_path) if recipe_path else None,
             "error": error or (result.error if result is not None else None),
         }
-        write_json(output_dir / "result.json", summary)
+        write_json(segment.file("result.json"), summary)
         if recipe_path is not None and toolkit is not None and toolkit.memory is not None:
             try:
                 published = publish_to_memory(
-                    toolkit.memory, [recipe_path, output_dir / "result.json", output_dir / "steps.jsonl"],
+                    toolkit.memory, [recipe_path, segment.file("result.json"), output_dir / "steps.jsonl"],
                     run_id_for(config.robot, started),
                 )
             except Exception:

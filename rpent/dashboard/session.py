@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
+import re
 import threading
 import time
 from pathlib import Path
@@ -26,10 +28,12 @@ from rpent.dashboard.interaction import OperatorInteraction
 from rpent.dashboard.state import DashboardSink, DashboardState, artifact_url
 from rpent.robot import ConfigError, RobotSpec
 from rpent.robot.spec import Dashboard, TaskField
+from rpent.tools.record import RecordError, Segment, open_segment
 
 log = logging.getLogger("rpent.dashboard")
 
 ARTIFACT_NAMES = ("episode.mp4", "steps.jsonl", "result.json", "transcript.json", "run.log")
+_TASK_DIR = re.compile(r"task-(\d{3,})")
 
 
 class SessionBusy(RuntimeError):
@@ -78,7 +82,9 @@ class DashboardSession:
         self._thread: threading.Thread | None = None
         self._abort_reason: str | None = None
         self._running = False
-        self._count = 0
+        # Each task writes a record of its own: a used root is refused unless resumed, and a resumed
+        # session numbers its tasks after the ones already there, never reusing a folder.
+        self._count = _tasks_already_in(self.output_root, resume=bool(getattr(args, "resume", False)))
         self._shared_kwargs: dict[str, Any] = {}
         self._stopped = False
 
@@ -138,7 +144,8 @@ class DashboardSession:
             try:
                 config = self.spec.parse_config(args)
                 planner = make_planner(args, self.spec)
-            except ConfigError as exc:
+                segment = open_segment(config.output_dir)  # a fresh record per task
+            except (ConfigError, RecordError) as exc:
                 self._count -= 1
                 raise TaskFormError(str(exc)) from None
             if hasattr(planner, "on_text"):  # model planners stream their text to the page
@@ -147,7 +154,7 @@ class DashboardSession:
                 planner.on_usage = lambda turns, usage: self.sink.publish(
                     "counters", {"turns": turns, "tokens": (usage or {}).get("total_tokens")})
             self._task_id, self._task, self._abort_reason, self._running = task_id, None, None, True
-            self._thread = threading.Thread(target=self._run_task, args=(task_id, args, config, planner, values),
+            self._thread = threading.Thread(target=self._run_task, args=(task_id, args, config, planner, values, segment),
                                             name=f"rpent-{task_id}", daemon=True)
             self._thread.start()
         return task_id
@@ -212,10 +219,10 @@ class DashboardSession:
         for component in components:
             self.sink.publish("component", {"name": component.name, "status": status, "detail": detail})
 
-    def _run_task(self, task_id: str, args: argparse.Namespace, config: Any, planner: Any, values: dict[str, Any]) -> None:
+    def _run_task(self, task_id: str, args: argparse.Namespace, config: Any, planner: Any, values: dict[str, Any],
+                  segment: Segment) -> None:
         output_dir = config.output_dir
-        output_dir.mkdir(parents=True, exist_ok=True)
-        run_log = add_run_log(output_dir)
+        run_log = add_run_log(segment)
         self.sink.set_task(task_id, output_dir)
         self.sink.publish("task_started", {"task_id": task_id, "fields": values, "planner": args.planner,
                                            "started": time.time()})
@@ -231,7 +238,7 @@ class DashboardSession:
             task = TaskRun(spec=self.spec, robot=self.robot, config=config, planner=planner,
                            planner_name=args.planner, max_turns=args.max_turns,
                            runtime_kwargs={**self._shared_kwargs, **unique_kwargs}, events=self.events,
-                           dashboard_interaction=self.interaction)
+                           segment=segment, dashboard_interaction=self.interaction)
             with self._lock:
                 self._task = task
                 reason = self._abort_reason
@@ -269,3 +276,20 @@ class DashboardSession:
                 if url:
                     found[name] = url
         return found
+
+
+def _tasks_already_in(root: Path, *, resume: bool) -> int:
+    """The number of the last task folder in a dashboard's `root`; 0 for a new or empty one."""
+    if root.exists() and not root.is_dir():
+        raise RecordError(f"--output-dir: {root} is a file; the dashboard needs a directory for its task records")
+    entries = os.listdir(root) if root.is_dir() else []
+    if not entries:
+        return 0
+    if not resume:
+        raise RecordError(f"--output-dir: {root} is not empty; each dashboard session needs a new or empty directory "
+                          f"(pass --resume to add tasks after the task-NNN records there)")
+    numbers = [int(match[1]) for match in map(_TASK_DIR.fullmatch, entries) if match]
+    if not numbers:
+        raise RecordError(f"--output-dir: {root} holds no dashboard task records (task-NNN/); "
+                          f"--resume only continues a dashboard's directory")
+    return max(numbers)

@@ -20,6 +20,7 @@ from typing import Any
 
 from rpent.cli.logs import FanOutSink, ProgressSink, setup_console
 from rpent.robot import ConfigError, RobotNotFound, RobotSpec, load_robot
+from rpent.tools.record import open_segment
 
 log = logging.getLogger("rpent.mcp")
 
@@ -52,7 +53,10 @@ def add_serve_mcp_arguments(parser: argparse.ArgumentParser, robot_spec: RobotSp
     offer.add_argument("--name", help="server name shown to clients (default rpent-<robot>)")
     run = parser.add_argument_group("robot and record")
     run.add_argument("--task", help="task text for the robot's prompt variables (default: the robot's default task)")
-    run.add_argument("--output-dir", help="where steps.jsonl, images/ and episode.mp4 go (default runs/<robot>-mcp-<time>)")
+    run.add_argument("--output-dir", help="where steps.jsonl, images/ and episode.mp4 go: a new or empty directory "
+                                          "(default runs/<robot>-mcp-<time>)")
+    run.add_argument("--resume", action="store_true",
+                     help="continue the record in --output-dir as a new segment (its files end in -N; nothing is overwritten)")
     run.add_argument("--memory-dir", help="the robot's memory directory (default: $RPENT_MEMORY_DIR/<robot> or ~/.local/share/rpent/memory/<robot>)")
     run.add_argument("--memory-access", choices=("read-only", "read-write", "inbox-write"), default="inbox-write",
                      help="what tools may write in memory (default inbox-write)")
@@ -93,7 +97,11 @@ def serve_mcp(args: argparse.Namespace) -> int:
                 sock = bind_socket(args.host, args.port)
             except OSError as exc:
                 raise ConfigError(f"--port: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
-    except (ConfigError, RobotNotFound, ValueError) as exc:
+        # Last, so a refused flag leaves no directory behind; a used directory is refused (RecordError).
+        open_segment(config.output_dir, resume=getattr(args, "resume", False))
+    except (ConfigError, RobotNotFound, ValueError) as exc:  # RecordError is a ValueError
+        if sock is not None:
+            sock.close()
         print(f"rpent serve-mcp: error: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     return _serve_robot(args, spec, module, config, sock)

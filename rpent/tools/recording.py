@@ -18,6 +18,8 @@ from pathlib import Path
 import av
 import numpy as np
 
+from rpent.tools.record import segment_file_name
+
 log = logging.getLogger(__name__)
 
 _FPS = 30  # nominal rate; timestamps follow the wall clock so playback is real time
@@ -72,9 +74,11 @@ class _Mp4:
 class VideoRecorder:
     """Collects frames for `episode.mp4` and optional per-call clips; thread-safe."""
 
-    def __init__(self, output_dir: Path, *, clips: bool = False, max_queue: int = 256) -> None:
+    def __init__(self, output_dir: Path, *, clips: bool = False, max_queue: int = 256, segment: int = 1) -> None:
         self.output_dir = output_dir
         self.clips = clips
+        # A resumed record's segment N writes episode-N.mp4 and clips/<clip>-N.mp4 beside the earlier ones.
+        self.segment = segment
         self._queue: queue.Queue[object] = queue.Queue(maxsize=max_queue)
         self._writers: dict[str, _Mp4] = {}
         self._finished_clips: dict[str, Path] = {}
@@ -85,7 +89,10 @@ class VideoRecorder:
 
     @property
     def episode_path(self) -> Path:
-        return self.output_dir / "episode.mp4"
+        return self.output_dir / segment_file_name("episode.mp4", self.segment)
+
+    def _clip_file(self, clip: str) -> Path:
+        return self.output_dir / "clips" / segment_file_name(f"{clip}.mp4", self.segment)
 
     def add(self, rgb: np.ndarray, clip: str | None = None) -> None:
         array = np.asarray(rgb)
@@ -135,13 +142,12 @@ class VideoRecorder:
             return
         writer = self._writers.get(item.target)
         if writer is None:
-            path = self.episode_path if item.target == "episode" else self.output_dir / "clips" / f"{item.target}.mp4"
+            path = self.episode_path if item.target == "episode" else self._clip_file(item.target)
             writer = self._writers[item.target] = _Mp4(path, item.rgb.shape[1], item.rgb.shape[0])
         writer.add(item.rgb, item.t)
 
     def clip_path(self, clip: str) -> Path | None:
-        path = self.output_dir / "clips" / f"{clip}.mp4"
-        return path if self.clips else None
+        return self._clip_file(clip) if self.clips else None
 
     def close(self, timeout: float = 60.0) -> Path | None:
         """Flush and close every file; returns the episode path if any frame was recorded."""

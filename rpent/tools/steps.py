@@ -13,15 +13,17 @@ from rpent.tools.result import _json_default
 
 
 class StepLog:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, segment: int = 1) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        # A resumed record appends its segments to one file: every line says which segment it belongs to.
+        self.segment = segment
         self._lock = threading.Lock()
         # Line-buffered append: each record reaches the OS as one write.
         self._file = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - lives as long as the toolkit
 
     def append(self, record: dict[str, Any]) -> None:
-        line = json.dumps(record, ensure_ascii=False, default=_json_default) + "\n"
+        line = json.dumps({"segment": self.segment, **record}, ensure_ascii=False, default=_json_default) + "\n"
         with self._lock:
             if self._file.closed:
                 return

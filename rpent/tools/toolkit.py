@@ -20,6 +20,7 @@ from rpent.dashboard.events import DashboardEventSink
 from rpent.memory.manager import MemoryManager, write_text_atomic
 from rpent.tools.call import StageCallback, ToolCall, _latch
 from rpent.tools.context import ToolCancelled, ToolContext
+from rpent.tools.record import Segment, attach_segment
 from rpent.tools.recording import VideoRecorder
 from rpent.tools.result import FINISH_MARKER, ToolResult
 from rpent.tools.steps import StepLog
@@ -96,12 +97,14 @@ class Toolkit:
 
         self._recorder: VideoRecorder | None = None
         self._steps: StepLog | None = None
+        #: This toolkit's part of the record: never another run's directory (see rpent.tools.record).
+        self.segment: Segment | None = None
         if self.output_dir is not None:
-            self.output_dir.mkdir(parents=True, exist_ok=True)
+            self.segment = attach_segment(self.output_dir)  # RecordError: a used directory, or a file
             # Per-action clips serve the dashboard; a sink that only logs says clips = False.
             clips = self._events_on and bool(getattr(dashboard_events, "clips", True))
-            self._recorder = VideoRecorder(self.output_dir, clips=clips)
-            self._steps = StepLog(self.output_dir / "steps.jsonl")
+            self._recorder = VideoRecorder(self.output_dir, clips=clips, segment=self.segment.number)
+            self._steps = StepLog(self.output_dir / "steps.jsonl", segment=self.segment.number)
 
     # ---- public API -------------------------------------------------------------------------
 
@@ -187,13 +190,14 @@ class Toolkit:
         return None
 
     def write_recipe(self, recipe_tag: str) -> Path:
-        """Write the successful robot calls, in completion order, as `recipe_<tag>.jsonl` (atomically)."""
+        """Write the successful robot calls, in completion order, as `recipe_<tag>.jsonl` (atomically;
+        `recipe_<tag>-N.jsonl` in a resumed segment N)."""
         if not _RECIPE_TAG.match(recipe_tag or ""):
             raise ValueError(f"recipe_tag: must match {_RECIPE_TAG.pattern}, got {recipe_tag!r}")
-        if self.output_dir is None:
+        if self.segment is None:
             raise ValueError("write_recipe: this toolkit has no output_dir")
         lines = [json.dumps(entry, ensure_ascii=False) for entry in self.recipe()]
-        path = self.output_dir / f"recipe_{recipe_tag}.jsonl"
+        path = self.segment.file(f"recipe_{recipe_tag}.jsonl")
         write_text_atomic(path, "".join(line + "\n" for line in lines))
         return path
 
@@ -446,12 +450,13 @@ class Toolkit:
         self._recorder.add(rgb, clip=clip)
 
     def _save_images(self, call: ToolCall, images: list[bytes]) -> list[str]:
-        assert self.output_dir is not None
+        assert self.output_dir is not None and self.segment is not None
         folder = self.output_dir / "images"
         folder.mkdir(exist_ok=True)
         paths = []
         for index, png in enumerate(images):
-            path = folder / f"{call.id:05d}_{call.name}_{index}.png"
+            # Call ids restart with each segment; the segment suffix keeps every name unique in the record.
+            path = folder / self.segment.name(f"{call.id:05d}_{call.name}_{index}.png")
             path.write_bytes(png)
             paths.append(str(path))
         return paths

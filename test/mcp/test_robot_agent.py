@@ -190,7 +190,10 @@ def test_duplicate_tool_names_are_rejected_unless_filtered(model_server: FakeMod
         assert child_pids() - before == set()  # both servers were shut down again
 
     async def filtered() -> list[str]:
-        agent = agent_for(model_server, config, tool_filter=lambda server, tool: server == "toy_a",
+        (tmp_path / "again").mkdir()  # started again, each server needs a new record directory
+        again = write_mcp_json(tmp_path / "again", {"toy_a": toy_mcp_entry(tmp_path / "a2"),
+                                                    "toy_b": toy_mcp_entry(tmp_path / "b2")})
+        agent = agent_for(model_server, again, tool_filter=lambda server, tool: server == "toy_a",
                           extra_tools=[PING], extra_dispatch=local_dispatch)
         async with agent:
             assert agent.servers["toy_b"].connected and agent.servers["toy_b"].tools == []
