@@ -24,9 +24,25 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
+def describe_exception(exc: BaseException) -> str:
+    """`TypeName: message` for an error text, even when the exception cannot print its message."""
+    try:
+        message = str(exc)
+    except Exception:
+        message = "<unprintable message>"
+    return f"{type(exc).__name__}: {message}"
+
+
 def truncate_utf8(text: str, limit_bytes: int) -> str:
-    """Return `text` cut to at most `limit_bytes` UTF-8 bytes, saying so when it cut."""
-    raw = text.encode("utf-8")
+    """Return `text` cut to at most `limit_bytes` UTF-8 bytes, saying so when it cut.
+
+    Lone surrogates, which UTF-8 cannot carry, come back as the six characters `\\udXXX`.
+    """
+    try:
+        raw = text.encode("utf-8")
+    except UnicodeEncodeError:
+        raw = text.encode("utf-8", "backslashreplace")
+        text = raw.decode("utf-8")
     if len(raw) <= limit_bytes:
         return text
     notice = f"... [truncated: showing {{shown}} of {len(raw)} bytes]"

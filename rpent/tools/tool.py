@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import reprlib
 import sys
 import types
 import typing
@@ -36,6 +37,14 @@ _ARGS_CONFIG = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 _JSON_SCALARS = (str, int, float, bool, type(None))
 _INPUT_VALIDATORS = (BeforeValidator, PlainValidator, WrapValidator)
 _NOT_JSON = "Input should be a JSON value (number, string, boolean, null, array or object), not {}"
+# Arrays and objects nested deeper than this are refused before validation: no tool schema needs it,
+# and Python's recursion limit (JSON parsing, validation, repr) would otherwise decide what happens.
+MAX_ARGUMENT_DEPTH = 100
+# Error texts quote the offending input; a bounded repr keeps a 9 MB or 5,000-deep value from
+# becoming the message.
+_INPUT_REPR = reprlib.Repr()
+_INPUT_REPR.maxlevel, _INPUT_REPR.maxstring, _INPUT_REPR.maxother = 4, 200, 200
+_INPUT_REPR.maxlist = _INPUT_REPR.maxtuple = _INPUT_REPR.maxdict = _INPUT_REPR.maxset = 10
 
 
 class ToolDefinitionError(TypeError):
@@ -109,9 +118,18 @@ def _describe(tool: Tool, errors: Iterable[Mapping[str, Any]]) -> str:
             parts.append(f"{field}: unknown argument (allowed: {allowed})")
         elif error["type"] == "missing":
             parts.append(f"{field}: required argument is missing")
+        elif "input" not in error:
+            parts.append(f"{field}: {error['msg']}")
         else:
-            parts.append(f"{field}: {error['msg']} (got {error.get('input')!r})")
+            parts.append(f"{field}: {error['msg']} (got {_quote(error['input'])})")
     return f"invalid arguments for tool '{tool.name}': " + "; ".join(parts)
+
+
+def _quote(value: Any) -> str:
+    try:
+        return _INPUT_REPR.repr(value)
+    except Exception:
+        return f"<unprintable {type(value).__name__}>"
 
 
 def _json_problems(arguments: Mapping[Any, Any]) -> Iterator[dict[str, Any]]:
@@ -130,6 +148,9 @@ def _value_problems(value: Any, loc: tuple[Any, ...]) -> Iterator[dict[str, Any]
         # A double is what every JSON reader makes of a number; past its range it is infinite.
         if not (math.isfinite(value) if kind is float else abs(value) <= sys.float_info.max):
             yield _problem(loc, "Input should be a finite number", value)
+    elif kind in (list, dict) and len(loc) >= MAX_ARGUMENT_DEPTH:
+        # `loc` has one entry per level below the arguments object, which is the first level.
+        yield {"type": "json_depth", "loc": loc[:1], "msg": f"nested deeper than {MAX_ARGUMENT_DEPTH} levels"}
     elif kind is list:
         for index, item in enumerate(value):
             yield from _value_problems(item, (*loc, index))

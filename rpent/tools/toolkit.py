@@ -22,9 +22,9 @@ from rpent.tools.call import StageCallback, ToolCall, _latch
 from rpent.tools.context import ToolCancelled, ToolContext
 from rpent.tools.record import Segment, attach_segment
 from rpent.tools.recording import VideoRecorder
-from rpent.tools.result import FINISH_MARKER, ToolResult
+from rpent.tools.result import FINISH_MARKER, ToolResult, describe_exception
 from rpent.tools.steps import StepLog
-from rpent.tools.tool import Tool, ToolArgumentError
+from rpent.tools.tool import MAX_ARGUMENT_DEPTH, Tool, ToolArgumentError
 
 log = logging.getLogger(__name__)
 
@@ -115,15 +115,19 @@ class Toolkit:
         return self._tools.get(name)
 
     def execute_tool(self, name: str, arguments: Mapping[str, Any] | str | None = None) -> ToolResult:
-        """Run one call in the caller's thread once the scheduler admits it; never raises."""
+        """Run one call in the caller's thread once the scheduler admits it; never raises.
+
+        Every call leaves one line in steps.jsonl (when there is an output directory), whatever its
+        name and arguments: enqueueing and running finish the call themselves when anything fails.
+        """
         try:
             call = self._enqueue(name, arguments, None)
             if not call.done():
                 self._admit_and_run(call)
             return call.result()
         except Exception as exc:  # the contract: a ToolResult, whatever happened
-            log.exception("internal error executing %s", name)
-            return ToolResult(error=f"internal error: {type(exc).__name__}: {exc}")
+            log.exception("internal error executing %r", name)
+            return ToolResult(error=f"internal error: {describe_exception(exc)}")
 
     def submit(
         self,
@@ -254,17 +258,32 @@ class Toolkit:
         call = ToolCall(self, next(self._ids), name, arguments, on_stage)
         if waited_on:
             call._done = _latch()
+        try:
+            self._validate_and_queue(call, name, arguments)
+        except Exception as exc:  # e.g. a Mapping that fails when read; the call still ends, and is logged
+            log.exception("call %d (%r) could not be queued", call.id, name)
+            with self._lock:
+                if call in self._pending:
+                    self._pending.remove(call)
+            if not call.done() and not call._admitted:
+                self._finish_unstarted(call, f"internal error while checking the call: {describe_exception(exc)}")
+        return call
+
+    def _validate_and_queue(self, call: ToolCall, name: str, arguments: Mapping[str, Any] | str | None) -> None:
+        if not isinstance(name, str):
+            self._finish_unstarted(call, f"tool name must be a string, got {type(name).__name__}")
+            return
         tool = self._tools.get(name)
         if tool is None:
             self._finish_unstarted(call, f"unknown tool '{name}' (available: {', '.join(self._tools)})")
-            return call
+            return
         call.tool = tool
         call.exclusive = not tool.readonly
         try:
             call.model = tool.validate(arguments if type(arguments) is dict else _as_mapping(arguments, name))
         except ToolArgumentError as exc:
             self._finish_unstarted(call, str(exc))
-            return call
+            return
         with self._lock:
             if self._admission != _OPEN:
                 state = "closed" if self._admission == _CLOSED else "paused (calls were cancelled by the operator)"
@@ -280,7 +299,6 @@ class Toolkit:
             self._finish_unstarted(call, error)
         elif call._on_stage is not None:
             call._set_stage("queued")
-        return call
 
     def _finish_unstarted(self, call: ToolCall, error: str) -> None:
         now = time.time()
@@ -322,10 +340,13 @@ class Toolkit:
         if not call._admitted:
             return
         try:
-            result = self._run(call)
-        except Exception as exc:  # defensive: _run catches handler errors itself
-            log.exception("call %d (%s) failed inside the executor", call.id, call.name)
-            result = ToolResult(error=f"internal error: {type(exc).__name__}: {exc}")
+            try:
+                result = self._run(call)
+            except Exception as exc:  # defensive: _run catches handler errors and logs the step itself
+                log.exception("call %d (%s) failed inside the executor", call.id, call.name)
+                result = ToolResult(error=f"internal error: {describe_exception(exc)}")
+                now = time.time()
+                self._log_step(call, result, now, now)
         finally:
             with self._lock:
                 del self._active[call.id]
@@ -386,10 +407,23 @@ class Toolkit:
         except ToolCancelled as exc:
             result = ToolResult(error=f"cancelled: {exc}")
         except Exception as exc:
-            log.warning("tool %s raised %s: %s", call.name, type(exc).__name__, exc, exc_info=True)
-            result = ToolResult(error=f"{type(exc).__name__}: {exc}")
+            cause = describe_exception(exc)
+            log.warning("tool %s raised %s", call.name, cause, exc_info=True)
+            result = ToolResult(error=cause)
         elapsed = time.perf_counter() - t0
+        try:
+            result, text = self._settle(call, tool, model, kwargs, result, elapsed)
+        except Exception as exc:  # defensive: the step is still logged, naming what failed
+            log.exception("call %d (%s) failed after its handler returned", call.id, call.name)
+            result, text = ToolResult(error=f"internal error after the tool ran: {describe_exception(exc)}"), None
+        if recording:
+            self._after_run(call, result, started, arguments_json, clip, text)
+        return result
 
+    def _settle(
+        self, call: ToolCall, tool: Tool, model: BaseModel, kwargs: dict[str, Any], result: ToolResult, elapsed: float
+    ) -> tuple[ToolResult, str]:
+        """Observation, finish, images and recipe after the handler; the result with its model-facing text."""
         finish = result.error is None and bool(result.data.get(FINISH_MARKER))
         robot_call = not finish and call.name not in self._common and call.name != "finish"
         if robot_call and not tool.readonly and self._observes:
@@ -397,6 +431,14 @@ class Toolkit:
             result = self._capture(call, kwargs, result, elapsed)
         if finish:
             result.data = {k: v for k, v in result.data.items() if k != FINISH_MARKER}
+        # Whatever a tool returned must reach the model (and transcripts) as JSON: a result that does
+        # not encode becomes an error naming why, before it counts as a finish or a recipe step.
+        try:
+            text = result.to_text()
+        except Exception as exc:
+            result = ToolResult(error=f"result could not be encoded: {describe_exception(exc)}", images=result.images)
+            text = result.to_text()
+        if finish and result.error is None:
             self._finish_result = dict(result.data)
             self._publish("finish", {"call_id": call.id, "finish_result": self._finish_result})
         if result.images and self.output_dir is not None:
@@ -405,33 +447,36 @@ class Toolkit:
             # The validated model is kept and dumped only when a recipe is written. list.append is
             # atomic, so concurrent read-only calls need no lock here.
             self._recipe.append((call.name, model))
-        if recording:
-            self._after_run(call, result, started, arguments_json, clip)
-        return result
+        return result, text
 
-    def _after_run(self, call: ToolCall, result: ToolResult, started: float, arguments: Any, clip: str) -> None:
-        """Write the step record and tell the dashboard (only when either is on)."""
+    def _after_run(
+        self, call: ToolCall, result: ToolResult, started: float, arguments: Any, clip: str, text: str | None
+    ) -> None:
+        """Write the step record and tell the dashboard (only when either is on); never raises."""
         ended = time.time()
-        self._log_step(call, result, started, ended, arguments)
+        self._log_step(call, result, started, ended, arguments, text)
         if not self._events_on:
             return
-        clip_path = None
-        if call.frames and self._recorder is not None and self._recorder.clips:
-            self._recorder.end_clip(clip)
-            clip_path = self._recorder.clip_path(clip)
-        self._publish(
-            "tool_finished",
-            {
-                "call_id": call.id,
-                "tool": call.name,
-                "arguments": arguments,
-                "duration_s": ended - started,
-                "error": result.error,
-                "result": result.to_dict(),
-                "images": result.image_paths,
-                "clip": str(clip_path) if clip_path else None,
-            },
-        )
+        try:
+            clip_path = None
+            if call.frames and self._recorder is not None and self._recorder.clips:
+                self._recorder.end_clip(clip)
+                clip_path = self._recorder.clip_path(clip)
+            self._publish(
+                "tool_finished",
+                {
+                    "call_id": call.id,
+                    "tool": call.name,
+                    "arguments": arguments,
+                    "duration_s": ended - started,
+                    "error": result.error,
+                    "result": result.to_dict(),
+                    "images": result.image_paths,
+                    "clip": str(clip_path) if clip_path else None,
+                },
+            )
+        except Exception:  # the step is logged; the dashboard must never break the robot loop
+            log.exception("dashboard update after call %d (%s) failed", call.id, call.name)
 
     def _capture(self, call: ToolCall, kwargs: dict[str, Any], result: ToolResult, elapsed: float) -> ToolResult:
         try:
@@ -462,16 +507,24 @@ class Toolkit:
         return paths
 
     def _log_step(
-        self, call: ToolCall, result: ToolResult, started: float, ended: float, arguments: Any = None
+        self,
+        call: ToolCall,
+        result: ToolResult,
+        started: float,
+        ended: float,
+        arguments: Any = None,
+        text: str | None = None,
     ) -> None:
+        """Append the call's line to steps.jsonl; never raises (StepLog writes what it can encode)."""
         if self._steps is None:
             return
-        self._steps.append(
-            {
+        try:
+            record = {
                 "call_id": call.id,
                 "tool": call.name,
+                # Validated arguments as JSON; the raw input for a call refused before it ran.
                 "arguments": arguments if arguments is not None else call.arguments,
-                "result": result.to_text(),
+                "result": text if text is not None else result.to_text(),
                 "error": result.error,
                 "images": [Path(p).name for p in result.image_paths],
                 "started_at": started,
@@ -479,7 +532,11 @@ class Toolkit:
                 "duration_s": round(ended - started, 6),
                 "cancelled": call.cancel_requested,
             }
-        )
+        except Exception as exc:
+            fields = {"call_id": call.id, "tool": call.name, "started_at": started, "ended_at": ended, "error": result.error}
+            self._steps.append_reduced(fields, f"the record could not be assembled: {describe_exception(exc)}")
+            return
+        self._steps.append(record)
 
     def _publish(self, kind: str, payload: dict[str, Any]) -> None:
         if not self._events_on:
@@ -497,19 +554,38 @@ def _as_mapping(arguments: Mapping[str, Any] | str | None, name: str) -> Mapping
     if isinstance(arguments, (str, bytes)):
         try:
             arguments = json.loads(arguments or "{}")
-        except json.JSONDecodeError as exc:
+        except RecursionError:
+            # The parser gives up near Python's recursion limit; shallower texts are measured by validate.
+            raise ToolArgumentError(
+                f"invalid arguments for tool '{name}': JSON nested deeper than {MAX_ARGUMENT_DEPTH} levels"
+            ) from None
+        except ValueError as exc:  # JSONDecodeError, bytes that are not UTF-8, a 5,000-digit number
             raise ToolArgumentError(f"invalid arguments for tool '{name}': not valid JSON ({exc})") from None
     if not isinstance(arguments, Mapping):
         raise ToolArgumentError(
             f"invalid arguments for tool '{name}': must be a JSON object, got {type(arguments).__name__}"
         )
-    return arguments
+    try:
+        return dict(arguments)  # a plain copy: validation reads it more than once
+    except Exception as exc:
+        raise ToolArgumentError(
+            f"invalid arguments for tool '{name}': the {type(arguments).__name__} could not be read"
+            f" ({describe_exception(exc)})"
+        ) from None
 
 
 def _as_result(value: Any) -> ToolResult:
     if type(value) is dict:
         return ToolResult(data=value)
     if isinstance(value, ToolResult):
+        # The executor reads data as a mapping and saves images as files: say so here, not later.
+        if not isinstance(value.data, Mapping):
+            raise TypeError(f"the tool returned a ToolResult whose data is a {type(value.data).__name__}, not a dict")
+        for index, image in enumerate(value.images):
+            if not isinstance(image, (bytes, bytearray)):
+                raise TypeError(
+                    f"the tool returned a ToolResult whose images[{index}] is a {type(image).__name__}, not PNG bytes"
+                )
         return value
     if value is None:
         return ToolResult()
