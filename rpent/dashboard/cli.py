@@ -21,7 +21,7 @@ import uvicorn
 from rpent.dashboard.app import create_app
 from rpent.dashboard.options import DEFAULT_PORT, TOKEN_ENV, add_dashboard_args
 from rpent.dashboard.session import DashboardSession
-from rpent.loopback import is_loopback
+from rpent.loopback import check_bind, is_loopback
 from rpent.robot import ConfigError, RobotSpec
 
 log = logging.getLogger("rpent.dashboard")
@@ -59,8 +59,11 @@ class DashboardServer:
 
     def __init__(self, session: DashboardSession, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
                  token: str | None = None) -> None:
-        if not is_loopback(host) and not token:
-            raise ConfigError(f"--host: {host} is not a loopback address, so a token is required")
+        check_bind(
+            host, opted_in=bool(token), opt_in="an access token", exposure="anyone who reaches it could operate the robot",
+            hint=f"--dashboard-token or ${TOKEN_ENV}; `rpent run --dashboard` makes one up when neither is set",
+            error=ConfigError,
+        )
         if not 0 <= port <= 65535:
             raise ConfigError(f"--port: must be 0..65535, got {port}")
         self.session = session

@@ -15,7 +15,7 @@ from typing import Any
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
-from rpent.loopback import is_loopback, listen
+from rpent.loopback import check_bind, listen
 
 log = logging.getLogger(__name__)
 
@@ -24,14 +24,11 @@ MCP_PATH = "/mcp"
 
 
 def check_host(host: str, *, allow_remote: bool) -> None:
-    """Refuse a non-loopback bind address unless remote access was asked for explicitly."""
-    if not host:
-        raise ValueError("--host: must not be empty")
-    if not allow_remote and not is_loopback(host):
-        raise ValueError(
-            f"--host: {host!r} is not a loopback address; the MCP server has no authentication and "
-            "drives a robot, so it binds 127.0.0.1 unless --allow-remote is given"
-        )
+    """Refuse a non-loopback bind address unless remote access was asked for explicitly (ValueError)."""
+    check_bind(
+        host, opted_in=allow_remote, opt_in="--allow-remote", exposure="the MCP server has no authentication and drives a robot",
+        hint="only on a network you control", error=ValueError,
+    )
 
 
 async def serve_stdio(server: Server[Any]) -> None:

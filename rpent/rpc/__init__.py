@@ -10,9 +10,11 @@ from rpent.rpc.errors import (
     RpcMethodNotFound,
     RpcProtocolError,
     RpcRemoteError,
+    RpcServerBusy,
     RpcTimeout,
 )
 from rpent.rpc.facade import RpcFacade
+from rpent.rpc.limits import ServerLimits
 from rpent.rpc.server import main, serve
 from rpent.rpc.server_base import RpcServer, UntrustedBindError
 from rpent.rpc.supervisor import ServerProcess, ServerStartError
@@ -33,7 +35,9 @@ __all__ = [
     "RpcProtocolError",
     "RpcRemoteError",
     "RpcServer",
+    "RpcServerBusy",
     "RpcTimeout",
+    "ServerLimits",
     "ServerProcess",
     "ServerStartError",
     "UntrustedBindError",

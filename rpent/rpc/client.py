@@ -6,9 +6,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from rpent.rpc.endpoint import Endpoint, as_endpoint
-from rpent.rpc.errors import EndpointError, RpcMethodNotFound, RpcProtocolError, RpcRemoteError
-from rpent.rpc.framing import DEFAULT_MAX_FRAME_BYTES
+from rpent.rpc.errors import EndpointError, RpcMethodNotFound, RpcProtocolError, RpcRemoteError, RpcServerBusy
 from rpent.rpc.http_client import HttpTransport
+from rpent.rpc.limits import DEFAULT_MAX_FRAME_BYTES
 from rpent.rpc.socket_client import SocketTransport
 
 DEFAULT_TIMEOUT_S = 30.0
@@ -72,6 +72,8 @@ class RpcClient:
             raise RpcProtocolError("error reply without type and message", **where) from None
         if kind == "RpcProtocolError":
             raise RpcProtocolError(f"server rejected the request: {message}", **where)
+        if kind == "RpcServerBusy":
+            raise RpcServerBusy(message, **where)
         cls = RpcMethodNotFound if kind == "RpcMethodNotFound" else RpcRemoteError
         raise cls(kind, message, remote_traceback=str(value.get("traceback", "")), **where)
 

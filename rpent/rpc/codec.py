@@ -11,7 +11,11 @@ Tagged objects (each a JSON object holding one marker key):
 - ``{"__dict__": {...}}`` wraps a user dict that itself holds a marker key, so user data is
   never mistaken for a tag.
 
-Decoded arrays are writable and C-contiguous. Integers must fit in 64 bits.
+Decoded arrays are writable and C-contiguous. Integers must fit in 64 bits. An array tag is
+checked in full before anything is allocated: ``dtype`` a string naming an allowed kind (no
+objects, fields, subarrays or zero-size items), ``shape`` a list of at most 32 non-negative
+integers within the size limit, and exactly ``prod(shape) * itemsize`` bytes of payload.
+Errors name their place the same way both ways, e.g. ``value.obs[1].__ndarray__: ...``.
 orjson and pybase64 do the byte work: with the standard library's json and base64 a
 LIBERO-sized observation cost ~10x more per round trip (see bench/bench_rpc.py).
 """
@@ -38,6 +42,9 @@ _MARKERS = frozenset((NDARRAY, NPSCALAR, FLOAT, TUPLE, BYTES, DICT, REF))
 _ARRAY_KINDS = frozenset("biufcmMUS")
 _SCALAR_KINDS = frozenset("biufc")
 _NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+_MAX_DIMS = 32  # NumPy 1.x's limit; NumPy 2 allows 64, but no peer of ours sends that many
+# Zero-size arrays carry no bytes, yet NumPy still refuses shapes whose other dimensions overflow.
+_MAX_ARRAY_BYTES = 2**40
 
 
 class CodecError(ValueError):
@@ -50,6 +57,11 @@ class CodecError(ValueError):
 
     def _text(self) -> str:
         return f"value{''.join(self.path)}: {self.reason}"
+
+    @property
+    def where(self) -> str:
+        """The place without the root, e.g. ``kwargs.x.__ndarray__``; empty for the whole message."""
+        return "".join(self.path).removeprefix(".")
 
     def at(self, step: str) -> CodecError:
         self.path = (step, *self.path)
@@ -112,7 +124,7 @@ def to_jsonable(value: Any) -> Any:
             try:
                 out[key] = to_jsonable(item)
             except CodecError as exc:
-                raise exc.at(f"[{key!r}]") from None
+                raise exc.at(_key_step(key)) from None
         return {DICT: out} if not _MARKERS.isdisjoint(out) else out
     if isinstance(value, (list, tuple)):
         items = []
@@ -129,6 +141,10 @@ def to_jsonable(value: Any) -> Any:
         if isinstance(value, base):
             return to_jsonable(base(value))
     raise CodecError(f"cannot encode {kind.__module__}.{kind.__qualname__}")
+
+
+def _key_step(key: str) -> str:
+    return f".{key}" if key.isidentifier() else f"[{key!r}]"
 
 
 def dumps(value: Any) -> bytes:
@@ -175,15 +191,15 @@ def _extract_payloads(data: bytes | bytearray | memoryview) -> tuple[bytes, list
     return b"".join(pieces), spans
 
 
-def _b64(text: Any, what: str, *, max_bytes: int | None = None) -> bytearray:
+def _b64(text: Any, *, max_bytes: int | None = None, need: str = "") -> bytearray:
     if not isinstance(text, (str, memoryview)):
-        raise CodecError(f"{what} must be a base64 string")
+        raise CodecError(f"payload must be a base64 string, got {type(text).__name__}")
     if max_bytes is not None and len(text) > 4 * (max_bytes // 3 + 1):
-        raise CodecError(f"{what} holds more bytes than its dtype and shape allow")
+        raise CodecError(f"holds more bytes than {need} allow ({max_bytes})")
     try:
         return pybase64.b64decode_as_bytearray(text, validate=True)
     except ValueError:
-        raise CodecError(f"{what} is not valid base64") from None
+        raise CodecError("payload is not valid base64") from None
 
 
 def _number(value: Any) -> float:
@@ -196,32 +212,61 @@ def _number(value: Any) -> float:
     return value
 
 
-def _decode_scalar(obj: dict[str, Any]) -> np.generic:
+def _dtype(text: Any) -> np.dtype:
+    if not isinstance(text, str):
+        raise CodecError(f"dtype must be a string such as '<f4', got {type(text).__name__}")
     try:
-        dtype = np.dtype(obj["dtype"])
-    except (KeyError, TypeError) as exc:
-        raise CodecError(f"malformed {NPSCALAR} tag ({exc})") from None
+        return np.dtype(text)
+    except Exception:  # NumPy's parser raises TypeError, ValueError or worse for odd strings
+        raise CodecError(f"dtype {text!r} is not a NumPy dtype") from None
+
+
+def _show(value: Any) -> str:
+    text = orjson.dumps(value).decode()
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _array_layout(obj: dict[str, Any]) -> tuple[np.dtype, tuple[int, ...], int]:
+    """Dtype, shape and byte count of an array tag, all checked before anything is allocated."""
+    shape = obj.get("shape")
+    bad_shape = CodecError(
+        f"shape {_show(shape)} is not a list of at most {_MAX_DIMS} non-negative integers within the size limit"
+    )
+    if type(shape) is not list or len(shape) > _MAX_DIMS or not all(type(n) is int and n >= 0 for n in shape):
+        raise bad_shape
+    dtype = _dtype(obj.get("dtype"))
+    if dtype.kind not in _ARRAY_KINDS or dtype.fields is not None or dtype.subdtype is not None or not dtype.itemsize:
+        raise CodecError(
+            f"dtype {obj['dtype']!r} is not allowed (bool, integer, float, complex, datetime, timedelta, str or "
+            "bytes items of non-zero size; no objects, fields or subarrays)"
+        )
+    if dtype.itemsize * math.prod(n for n in shape if n) > _MAX_ARRAY_BYTES:
+        raise bad_shape
+    return dtype, tuple(shape), dtype.itemsize * math.prod(shape)
+
+
+def _decode_scalar(obj: dict[str, Any]) -> np.generic:
+    text = obj.get("dtype")
+    dtype = _dtype(text)
     if dtype.kind not in _SCALAR_KINDS:
-        raise CodecError(f"malformed {NPSCALAR} tag (dtype {dtype})")
+        raise CodecError(f"dtype {text!r} is not a scalar dtype (bool, integer, float, complex)")
     value = obj[NPSCALAR]
     if dtype.kind == "b":
         if not isinstance(value, bool):
-            raise CodecError(f"malformed {NPSCALAR} tag (bool dtype with {value!r})")
+            raise CodecError(f"dtype {text!r} needs true or false, got {_show(value)}")
         return dtype.type(value)
     if dtype.kind in "iu" and (isinstance(value, bool) or not isinstance(value, int)):
-        raise CodecError(f"malformed {NPSCALAR} tag ({dtype} with {value!r})")
+        raise CodecError(f"dtype {text!r} needs an integer, got {_show(value)}")
     if dtype.kind == "c" and not (isinstance(value, list) and len(value) == 2):
-        raise CodecError(f"malformed {NPSCALAR} tag ({dtype} needs [real, imag])")
+        raise CodecError(f"dtype {text!r} needs [real, imag], got {_show(value)}")
+    if dtype.kind == "c":
+        number: Any = complex(_number(value[0]), _number(value[1]))
+    else:
+        number = _number(value) if dtype.kind == "f" else value
     try:
-        if dtype.kind == "c":
-            return dtype.type(complex(_number(value[0]), _number(value[1])))
-        if dtype.kind == "f":
-            return dtype.type(_number(value))
-        return dtype.type(value)
-    except (TypeError, ValueError, OverflowError) as exc:
-        if isinstance(exc, CodecError):
-            raise
-        raise CodecError(f"malformed {NPSCALAR} tag ({exc})") from None
+        return dtype.type(number)
+    except (TypeError, ValueError, OverflowError):
+        raise CodecError(f"{_show(value)} does not fit dtype {text!r}") from None
 
 
 class _Decoder:
@@ -244,32 +289,56 @@ class _Decoder:
         if kind is dict:
             if len(value) <= 3 and not _MARKERS.isdisjoint(value):
                 return self.tag(value)
-            return {key: self.value(item) for key, item in value.items()}
+            return self.mapping(value)
         if kind is list:
-            return [self.value(item) for item in value]
+            items = []
+            for index, item in enumerate(value):
+                try:
+                    items.append(self.value(item))
+                except CodecError as exc:
+                    raise exc.at(f"[{index}]") from None
+            return items
         return value
 
+    def mapping(self, value: dict[str, Any]) -> dict[str, Any]:
+        out = {}
+        for key, item in value.items():
+            try:
+                out[key] = self.value(item)
+            except CodecError as exc:
+                raise exc.at(_key_step(key)) from None
+        return out
+
     def tag(self, obj: dict[str, Any]) -> Any:
-        if NDARRAY in obj:
+        marker = next(m for m in (NDARRAY, REF, NPSCALAR, FLOAT, TUPLE, BYTES, DICT) if m in obj)
+        try:
+            return self._tag(marker, obj)
+        except CodecError as exc:
+            # The fast path's reference stands for the sender's __ndarray__ payload.
+            shown = NDARRAY if marker == REF and self.spans is not None else marker
+            raise exc.at(f".{shown}") from None
+
+    def _tag(self, marker: str, obj: dict[str, Any]) -> Any:
+        if marker == NDARRAY:
             return self.array(obj[NDARRAY], obj)
-        if REF in obj:
+        if marker == REF:
             return self.array(self._span(obj[REF]), obj)
-        if NPSCALAR in obj:
+        if marker == NPSCALAR:
             return _decode_scalar(obj)
-        if FLOAT in obj:
+        if marker == FLOAT:
             return float(_number(obj[FLOAT]))
-        if TUPLE in obj:
+        if marker == TUPLE:
             items = obj[TUPLE]
             if not isinstance(items, list):
-                raise CodecError(f"malformed {TUPLE} tag")
-            return tuple(self.value(item) for item in items)
-        if BYTES in obj:
-            return bytes(_b64(obj[BYTES], BYTES))
+                raise CodecError(f"must hold a list, got {type(items).__name__}")
+            return tuple(self.value(items))
+        if marker == BYTES:
+            return bytes(_b64(obj[BYTES]))
         inner = obj[DICT]
         if not isinstance(inner, dict):
-            raise CodecError(f"malformed {DICT} tag")
+            raise CodecError(f"must hold an object, got {type(inner).__name__}")
         if self.spans is None or REF not in inner:
-            return {key: self.value(item) for key, item in inner.items()}
+            return self.mapping(inner)
         # The fast path set aside a user's string stored under the key "__ndarray__".
         return {
             (NDARRAY if key == REF else key): (self._span_text(item) if key == REF else self.value(item))
@@ -277,17 +346,11 @@ class _Decoder:
         }
 
     def array(self, payload: str | memoryview, obj: dict[str, Any]) -> np.ndarray:
-        try:
-            dtype = np.dtype(obj["dtype"])
-            shape = tuple(int(n) for n in obj["shape"])
-        except (KeyError, TypeError, ValueError) as exc:
-            raise CodecError(f"malformed {NDARRAY} tag ({exc})") from None
-        if dtype.kind not in _ARRAY_KINDS or dtype.fields is not None or any(n < 0 for n in shape):
-            raise CodecError(f"malformed {NDARRAY} tag (dtype {dtype}, shape {shape})")
-        expected = dtype.itemsize * math.prod(shape)
-        raw = _b64(payload, NDARRAY, max_bytes=expected)
+        dtype, shape, expected = _array_layout(obj)
+        need = f"dtype {obj['dtype']} and shape {_show(obj['shape'])}"
+        raw = _b64(payload, max_bytes=expected, need=need)
         if len(raw) != expected:
-            raise CodecError(f"{NDARRAY} holds {len(raw)} bytes but dtype {dtype} and shape {shape} need {expected}")
+            raise CodecError(f"holds {len(raw)} bytes but {need} need {expected}")
         if expected == 0:
             return np.zeros(shape, dtype=dtype)
         return np.frombuffer(raw, dtype=dtype).reshape(shape)

@@ -34,6 +34,13 @@ class RpcConnectionError(RpcError):
     """
 
 
+class RpcServerBusy(RpcConnectionError):
+    """The server turned the call away at one of its caps (connections, concurrent calls).
+
+    The call never ran, so it is safe to try again later.
+    """
+
+
 class RpcProtocolError(RpcError):
     """A malformed frame or message was sent or received (bad header, oversized, undecodable)."""
 

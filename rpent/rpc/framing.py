@@ -7,6 +7,11 @@ the pickle, and arrives writable.
 
 Pickle runs code while loading: only ever read frames from trusted peers. That is why
 socket servers bind loopback unless told otherwise (see docs/rpc.md).
+
+A reader never trusts the declared lengths with memory: each part is read into a buffer that
+starts at 1 MiB at most and doubles only once it is full, so a peer that declares 255 MiB and
+sends 1 KB makes the reader hold about 1 MiB. The frame limit is checked on the declared total
+before any part is read.
 """
 
 from __future__ import annotations
@@ -17,13 +22,15 @@ import struct
 import time
 from typing import Any
 
+from rpent.rpc.limits import DEFAULT_MAX_FRAME_BYTES
+
 MAGIC = b"RPF1"
 _HEAD = struct.Struct("!4sI")
 _LEN = struct.Struct("!Q")
-DEFAULT_MAX_FRAME_BYTES = 256 * 1024 * 1024
 MAX_PARTS = 65536
 # Below this size joining parts costs less than an extra syscall.
 _COALESCE_BYTES = 64 * 1024
+_FIRST_CHUNK = 1 << 20
 
 
 class FrameError(Exception):
@@ -38,6 +45,14 @@ class FrameError(Exception):
 
 class ConnectionClosed(ConnectionError):
     """The peer closed the connection (cleanly between frames, or mid-frame)."""
+
+
+class IdleTimeout(TimeoutError):
+    """No byte of a new frame arrived within the idle timeout (nothing was in flight)."""
+
+
+class FrameStalled(TimeoutError):
+    """A frame had begun, then no byte arrived within the read timeout."""
 
 
 def encode_frame(obj: Any) -> list[memoryview | bytes]:
@@ -86,17 +101,66 @@ def _set_deadline(sock: socket.socket, deadline: float | None) -> None:
     sock.settimeout(remaining)
 
 
-def _recv_into(sock: socket.socket, buf: bytearray | memoryview, deadline: float | None, *, at_start: bool) -> None:
-    view = memoryview(buf).cast("B")
-    got = 0
-    while got < view.nbytes:
-        _set_deadline(sock, deadline)
-        n = sock.recv_into(view[got:])
-        if n == 0:
-            if at_start and got == 0:
-                raise ConnectionClosed("peer closed the connection")
-            raise ConnectionClosed("peer closed the connection in the middle of a frame")
-        got += n
+class _Waits:
+    """How long each read may wait: a whole-call deadline (clients), and per-read timeouts
+    before a frame begins (idle) and inside it (stall) (servers)."""
+
+    def __init__(self, deadline: float | None, idle_timeout_s: float | None, read_timeout_s: float | None) -> None:
+        self.deadline = deadline
+        self.idle_timeout_s = idle_timeout_s
+        self.read_timeout_s = read_timeout_s
+        self._by_deadline = False
+
+    def arm(self, sock: socket.socket, started: bool) -> None:
+        timeout = self.read_timeout_s if started else self.idle_timeout_s
+        self._by_deadline = False
+        if self.deadline is not None:
+            remaining = self.deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError("deadline passed")
+            if timeout is None or remaining < timeout:
+                timeout, self._by_deadline = remaining, True
+        if timeout is not None:
+            sock.settimeout(timeout)
+
+    def expired(self, started: bool) -> TimeoutError:
+        if self._by_deadline:
+            return TimeoutError("deadline passed")
+        if started:
+            return FrameStalled(f"stalled: no bytes for {self.read_timeout_s:g} s in the middle of a frame")
+        return IdleTimeout(f"idle: no request for {self.idle_timeout_s:g} s")
+
+
+def _recv_into(sock: socket.socket, buf: bytearray | memoryview, waits: _Waits, *, started: bool) -> None:
+    with memoryview(buf) as whole:
+        view = whole.cast("B")
+        got = 0
+        while got < view.nbytes:
+            begun = started or got > 0
+            waits.arm(sock, begun)
+            try:
+                n = sock.recv_into(view[got:])
+            except TimeoutError:
+                raise waits.expired(begun) from None
+            if n == 0:
+                if not begun:
+                    raise ConnectionClosed("peer closed the connection")
+                raise ConnectionClosed("peer closed the connection in the middle of a frame")
+            got += n
+        view.release()
+
+
+def _recv_part(sock: socket.socket, length: int, waits: _Waits) -> bytearray:
+    """One part, in a buffer that grows (doubling) only once the bytes so far have arrived."""
+    part = bytearray(min(length, _FIRST_CHUNK))
+    _recv_into(sock, part, waits, started=True)
+    while len(part) < length:
+        filled = len(part)
+        # bytes(n) is calloc'd (untouched pages), and a large bytearray grows by realloc: cheap.
+        part.extend(bytes(min(filled, length - filled)))
+        with memoryview(part) as view:
+            _recv_into(sock, view[filled:], waits, started=True)
+    return part
 
 
 def recv_frame(
@@ -104,28 +168,31 @@ def recv_frame(
     *,
     max_bytes: int = DEFAULT_MAX_FRAME_BYTES,
     deadline: float | None = None,
+    idle_timeout_s: float | None = None,
+    read_timeout_s: float | None = None,
 ) -> Any:
     """Read one frame and unpickle it.
 
-    Raises ConnectionClosed on EOF, FrameError on a malformed or oversized frame (checked
-    before any large allocation), TimeoutError/OSError from the socket.
+    ``deadline`` bounds the whole read (a client's call timeout); ``idle_timeout_s`` bounds the
+    wait for a frame's first byte and ``read_timeout_s`` every later wait (a server's limits).
+    Raises ConnectionClosed on EOF, FrameError on a malformed or oversized frame (the size is
+    checked before any part is read), IdleTimeout / FrameStalled / TimeoutError, OSError.
     """
+    waits = _Waits(deadline, idle_timeout_s, read_timeout_s)
     head = bytearray(_HEAD.size)
-    _recv_into(sock, head, deadline, at_start=True)
+    _recv_into(sock, head, waits, started=False)
     magic, n_parts = _HEAD.unpack(head)
     if magic != MAGIC:
         raise FrameError(f"not an rpent frame (starts with {bytes(head[:4])!r}, expected {MAGIC!r})", in_sync=False)
     if not 1 <= n_parts <= MAX_PARTS:
         raise FrameError(f"frame has {n_parts} parts (allowed 1-{MAX_PARTS})", in_sync=False)
     lengths_raw = bytearray(_LEN.size * n_parts)
-    _recv_into(sock, lengths_raw, deadline, at_start=False)
+    _recv_into(sock, lengths_raw, waits, started=True)
     lengths = [length for (length,) in _LEN.iter_unpack(lengths_raw)]
     total = sum(lengths)
     if total > max_bytes:
         raise FrameError(f"frame of {total} bytes exceeds the limit of {max_bytes} bytes", in_sync=False)
-    parts = [bytearray(length) for length in lengths]
-    for part in parts:
-        _recv_into(sock, part, deadline, at_start=False)
+    parts = [_recv_part(sock, length, waits) if length else bytearray() for length in lengths]
     try:
         return pickle.loads(parts[0], buffers=parts[1:])
     except Exception as exc:

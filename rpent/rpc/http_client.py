@@ -4,8 +4,8 @@ Built on the standard library's ``http.client`` rather than httpx or requests: o
 LIBERO-sized observation (4.3 MB of arrays) httpx and requests each added ~25 ms per round
 trip over ``http.client`` on the same server (reading the reply in 64 KiB pieces through a
 pure-Python parser), which alone broke the 4x-of-TCP target. The pool is small and ours:
-one idle connection is reused per call; a connection the server has closed while idle is
-dropped before anything is sent on it.
+one idle connection is reused per call; a connection the server has closed while idle, or one
+idle for longer than RETIRE_IDLE_S, is dropped before anything is sent on it.
 """
 
 from __future__ import annotations
@@ -13,13 +13,14 @@ from __future__ import annotations
 import http.client
 import socket
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rpent.rpc import codec
 from rpent.rpc.endpoint import Endpoint
 from rpent.rpc.errors import RpcConnectionError, RpcProtocolError, RpcTimeout
-from rpent.rpc.socket_client import peer_closed
+from rpent.rpc.socket_client import RETIRE_IDLE_S, peer_closed
 
 _HEADERS = {"Content-Type": "application/json", "Accept": "application/json", "Connection": "keep-alive"}
 
@@ -29,7 +30,7 @@ class HttpTransport:
         self.endpoint = endpoint
         self.connect_timeout_s = connect_timeout_s
         self.max_idle = max_idle
-        self._idle: list[http.client.HTTPConnection] = []
+        self._idle: list[tuple[http.client.HTTPConnection, float]] = []  # (connection, idle since)
         self._lock = threading.Lock()
         self._closed = False
 
@@ -75,10 +76,11 @@ class HttpTransport:
     def _checkout(self, timeout_s: float, where: dict[str, str]) -> http.client.HTTPConnection:
         with self._lock:
             while self._idle:
-                conn = self._idle.pop()
-                if conn.sock is not None and not peer_closed(conn.sock):
+                conn, since = self._idle.pop()
+                fresh = time.monotonic() - since < RETIRE_IDLE_S
+                if fresh and conn.sock is not None and not peer_closed(conn.sock):
                     return conn
-                conn.close()  # the server closed it while idle (restart, keep-alive timeout)
+                conn.close()  # retired, or the server closed it while idle (restart, idle timeout)
         conn = http.client.HTTPConnection(
             self.endpoint.host, self.endpoint.port, timeout=min(self.connect_timeout_s, timeout_s)
         )
@@ -95,7 +97,7 @@ class HttpTransport:
     def _checkin(self, conn: http.client.HTTPConnection, reusable: bool) -> None:
         with self._lock:
             if reusable and not self._closed and len(self._idle) < self.max_idle:
-                self._idle.append(conn)
+                self._idle.append((conn, time.monotonic()))
                 return
         conn.close()
 
@@ -103,5 +105,5 @@ class HttpTransport:
         with self._lock:
             self._closed = True
             idle, self._idle = self._idle, []
-        for conn in idle:
+        for conn, _ in idle:
             conn.close()

@@ -1,12 +1,21 @@
 """The ``http`` transport server: JSON over ``POST /call`` (starlette app served by uvicorn).
 
-Request body: ``{"method": str, "args": [...], "kwargs": {...}}`` in the rpent.rpc codec.
-Reply: 200 ``{"ok": true, "result": ...}``; on failure ``{"ok": false, "error": {"type",
-"message", "traceback"}}`` with 500 (handler raised), 404 (no such method), 400 (malformed
-request) or 413 (body over the size limit). ``GET /healthz`` answers without a body for probes.
+Request body: ``{"method": str, "args": [...], "kwargs": {...}}`` in the rpent.rpc codec,
+sent with ``Content-Type: application/json``. Reply: 200 ``{"ok": true, "result": ...}``; on
+failure ``{"ok": false, "error": {"type", "message", "traceback"}}`` with
 
-Decoding, the handler and encoding run in a worker thread: blocking robot or simulator I/O
-never runs on the event loop.
+- 400: malformed request (bad JSON, bad tags, call shape or arguments; the message names the
+  field, e.g. ``kwargs.x.__ndarray__: shape ...``), or bytes that are not HTTP;
+- 403 / 415 / 421: a cross-site ``Origin``, a body that is not JSON, a ``Host`` that is not a
+  loopback name (see rpent.rpc.http_guard);
+- 404: no such method; 405: not ``POST /call`` or ``GET /healthz``;
+- 408: the request stalled for ``read_timeout_s`` (the connection is then closed);
+- 413: body over ``max_frame_bytes`` (declared, or counted while it streams);
+- 500: the handler raised, or its result could not be encoded;
+- 503: too many connections or calls at once (type ``RpcServerBusy``; the call never ran).
+
+``GET /healthz`` answers without a body, for probes. Decoding, the handler and encoding run in
+a worker thread: blocking robot or simulator I/O never runs on the event loop.
 """
 
 from __future__ import annotations
@@ -17,21 +26,24 @@ from typing import Any
 import uvicorn
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from rpent.rpc import codec
 from rpent.rpc.endpoint import Endpoint
-from rpent.rpc.facade import MethodNotFound, RemoteFailure, RpcFacade
-from rpent.rpc.framing import DEFAULT_MAX_FRAME_BYTES
+from rpent.rpc.facade import MalformedCall, MethodNotFound, RemoteFailure, RpcFacade
+from rpent.rpc.http_connections import guarded_protocol
+from rpent.rpc.http_guard import JSON, RequestGuard, error_body
+from rpent.rpc.limits import ServerLimits
 from rpent.rpc.server_base import RpcServer
 
-_JSON = "application/json"
+_REQUEST_KEYS = frozenset(("method", "args", "kwargs"))
 
 
-def _error_body(kind: str, message: str, tb: str = "") -> bytes:
-    return codec.dumps({"ok": False, "error": {"type": kind, "message": message, "traceback": tb}})
+def _json(status: int, body: bytes) -> Response:
+    return Response(body, status_code=status, media_type=JSON)
 
 
 class HttpRpcServer(RpcServer):
@@ -40,82 +52,113 @@ class HttpRpcServer(RpcServer):
         facade: RpcFacade,
         endpoint: Endpoint,
         *,
-        trust_network: bool = False,
-        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        allow_remote: bool = False,
+        limits: ServerLimits | None = None,
     ) -> None:
-        super().__init__(facade, endpoint, protocol="http", trust_network=trust_network)
-        self.max_body_bytes = max_frame_bytes
+        super().__init__(facade, endpoint, protocol="http", opted_in=allow_remote, limits=limits)
+        self._active = 0  # calls being received or handled; touched on the event loop only
         app = Starlette(
             routes=[
                 Route("/call", self._call, methods=["POST"]),
                 Route("/healthz", self._healthz, methods=["GET"]),
-            ]
+            ],
+            exception_handlers={HTTPException: self._http_error, Exception: self._internal_error},
         )
         config = uvicorn.Config(
-            app,
+            RequestGuard.for_bind(endpoint.host, allow_remote=allow_remote, app=app),
+            http=guarded_protocol(self.limits, self._counters),
             log_level="warning",
             access_log=False,
             lifespan="off",
-            # Long keep-alive: a pooled client connection closed by the server between two
-            # calls is a race the client can lose; 20 Hz control loops never idle this long.
-            timeout_keep_alive=600,
+            # Clients retire pooled connections long before this, so the two never race.
+            timeout_keep_alive=self.limits.idle_timeout_s,
             timeout_graceful_shutdown=5,
         )
         self._uvicorn = uvicorn.Server(config)
         self._thread: threading.Thread | None = None
 
+    def _open_connections(self) -> int:
+        return len(self._uvicorn.server_state.connections)
+
     # -- handlers --------------------------------------------------------------------------
     async def _healthz(self, request: Request) -> Response:
-        return Response(codec.dumps(self.facade.dispatch("healthz")), media_type=_JSON)
+        return _json(200, codec.dumps(self.facade.dispatch("healthz")))
 
     async def _call(self, request: Request) -> Response:
+        limit = self.limits.max_active_calls
+        if self._active >= limit:
+            self._counters.add("refused")
+            message = f"server busy: {self._active} calls in progress (the limit is {limit}); try again later"
+            return _json(503, error_body("RpcServerBusy", message))
+        self._active += 1
+        try:
+            return await self._receive_and_answer(request)
+        finally:
+            self._active -= 1
+
+    async def _receive_and_answer(self, request: Request) -> Response:
         declared = request.headers.get("content-length")
-        if declared is not None and (not declared.isdigit() or int(declared) > self.max_body_bytes):
-            return Response(self._too_large(declared), status_code=413, media_type=_JSON)
-        chunks: list[bytes] = []
-        size = 0
+        if declared is not None and (not declared.isdigit() or int(declared) > self.limits.max_frame_bytes):
+            return self._too_large(declared)
+        body = bytearray()
         try:
             async for chunk in request.stream():
-                chunks.append(chunk)
-                size += len(chunk)
-                if size > self.max_body_bytes:
-                    return Response(self._too_large(str(size)), status_code=413, media_type=_JSON)
+                if len(body) + len(chunk) > self.limits.max_frame_bytes:
+                    return self._too_large(f"more than {len(body) + len(chunk)}")
+                body += chunk
         except ClientDisconnect:
             return Response(status_code=400)  # nobody is left to read it; the call never ran
         self._call_started()
         try:
-            # Joined in the worker thread: one copy, off the event loop.
-            status, payload = await run_in_threadpool(self._handle, chunks)
+            status, payload = await run_in_threadpool(self._handle, body)
         finally:
             self._call_finished()
-        return Response(payload, status_code=status, media_type=_JSON)
+        if 400 <= status < 500:
+            self._counters.add("rejected")
+        return _json(status, payload)
 
-    def _too_large(self, size: str) -> bytes:
-        return _error_body(
-            "RpcProtocolError", f"request body of {size} bytes exceeds the limit of {self.max_body_bytes}"
-        )
+    def _too_large(self, size: str) -> Response:
+        self._counters.add("rejected")
+        message = f"request body of {size} bytes exceeds the limit of {self.limits.max_frame_bytes}"
+        return _json(413, error_body("RpcProtocolError", message))
 
-    def _handle(self, chunks: list[bytes]) -> tuple[int, bytes]:
+    def _handle(self, body: bytearray) -> tuple[int, bytes]:
         try:
-            request = codec.loads(chunks[0] if len(chunks) == 1 else b"".join(chunks))
+            request = codec.loads(body)
         except codec.CodecError as exc:
-            return 400, _error_body("RpcProtocolError", f"malformed request: {exc}")
-        if not isinstance(request, dict) or not isinstance(request.get("method"), str):
-            return 400, _error_body("RpcProtocolError", 'request must be a JSON object with a "method" string')
-        method: str = request["method"]
-        args: Any = request.get("args", [])
-        kwargs: Any = request.get("kwargs", {})
+            return 400, error_body("RpcProtocolError", f"{exc.where or 'body'}: {exc.reason}")
+        if not isinstance(request, dict):
+            kind = type(request).__name__
+            return 400, error_body(
+                "RpcProtocolError", f"body: must be a JSON object with method, args and kwargs, got {kind}"
+            )
+        unknown = sorted(set(request) - _REQUEST_KEYS)
+        if unknown:
+            message = f"body: unknown key {unknown[0]!r} (a request has method, args, kwargs)"
+            return 400, error_body("RpcProtocolError", message)
+        method: Any = request.get("method")
         try:
-            result = self.facade.dispatch(method, args, kwargs)
+            result = self.facade.dispatch(method, request.get("args", []), request.get("kwargs", {}))
         except MethodNotFound as exc:
-            return 404, _error_body("RpcMethodNotFound", str(exc.args[0]))
+            return 404, error_body("RpcMethodNotFound", str(exc.args[0]))
+        except MalformedCall as exc:
+            return 400, error_body(exc.wire_type, str(exc))
         except Exception as exc:
             failure = RemoteFailure.from_exception(exc)
-            return 500, _error_body(failure.type, failure.message, failure.traceback)
+            return 500, error_body(failure.type, failure.message, failure.traceback)
         try:
             return 200, codec.dumps({"ok": True, "result": result})
         except codec.CodecError as exc:
-            return 500, _error_body("CodecError", f"reply of {method!r} could not be encoded: {exc}")
+            return 500, error_body("CodecError", f"reply of {method!r} could not be encoded: {exc}")
+
+    async def _http_error(self, request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        self._counters.add("rejected")
+        message = f"{request.method} {request.url.path}: {exc.detail} (this server answers POST /call and GET /healthz)"
+        return _json(exc.status_code, error_body("RpcProtocolError", message))
+
+    async def _internal_error(self, request: Request, exc: Exception) -> Response:
+        return _json(500, error_body(type(exc).__name__, f"internal error of the RPC server: {exc}"))
 
     # -- lifecycle -------------------------------------------------------------------------
     def _start_serving(self) -> None:

@@ -20,8 +20,8 @@ from collections.abc import Callable, Sequence
 
 from rpent.rpc.endpoint import Endpoint, as_endpoint, endpoint_arg
 from rpent.rpc.facade import RpcFacade
-from rpent.rpc.framing import DEFAULT_MAX_FRAME_BYTES
 from rpent.rpc.http_server import HttpRpcServer
+from rpent.rpc.limits import ServerLimits
 from rpent.rpc.server_base import RpcServer
 from rpent.rpc.socket_server import SocketRpcServer
 
@@ -35,12 +35,17 @@ def make_server(
     endpoint: str | Endpoint,
     *,
     trust_network: bool = False,
-    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+    allow_remote: bool = False,
+    limits: ServerLimits | None = None,
 ) -> RpcServer:
-    """Bind (port 0 picks a free port; see ``server.endpoint``) without serving yet."""
+    """Bind (port 0 picks a free port; see ``server.endpoint``) without serving yet.
+
+    A non-loopback address needs ``trust_network`` (socket) or ``allow_remote`` (http).
+    """
     ep = as_endpoint(endpoint)
-    cls = SocketRpcServer if ep.protocol == "socket" else HttpRpcServer
-    return cls(facade, ep, trust_network=trust_network, max_frame_bytes=max_frame_bytes)
+    if ep.protocol == "socket":
+        return SocketRpcServer(facade, ep, trust_network=trust_network, limits=limits)
+    return HttpRpcServer(facade, ep, allow_remote=allow_remote, limits=limits)
 
 
 def serve(
@@ -48,16 +53,31 @@ def serve(
     endpoint: str | Endpoint,
     *,
     trust_network: bool = False,
-    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+    allow_remote: bool = False,
+    limits: ServerLimits | None = None,
 ) -> RpcServer:
     """Serve ``facade`` in background threads and return the running server.
 
     ``server.endpoint`` has the bound port; ``server.stop()`` or an rpc ``shutdown`` ends it.
     """
-    return make_server(facade, endpoint, trust_network=trust_network, max_frame_bytes=max_frame_bytes).start()
+    return make_server(facade, endpoint, trust_network=trust_network, allow_remote=allow_remote, limits=limits).start()
+
+
+def _positive(kind: type[float] | type[int]) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+        return value
+
+    return parse
 
 
 def build_parser(description: str | None = None) -> argparse.ArgumentParser:
+    defaults = ServerLimits()
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument(
         "--endpoint",
@@ -71,12 +91,52 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
         help="allow the pickle socket transport on a non-loopback address (every peer can run code here)",
     )
     parser.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow the http transport on a non-loopback address (it has no authentication)",
+    )
+    limits = parser.add_argument_group("limits (see docs/rpc.md)")
+    limits.add_argument(
         "--max-frame-mb",
-        type=float,
-        default=DEFAULT_MAX_FRAME_BYTES / 2**20,
+        type=_positive(float),
+        default=defaults.max_frame_bytes / 2**20,
         help="largest request accepted, in MiB (default: %(default)s)",
     )
+    limits.add_argument(
+        "--max-connections",
+        type=_positive(int),
+        default=defaults.max_connections,
+        help="connections served at once; more are refused (default: %(default)s)",
+    )
+    limits.add_argument(
+        "--max-active-calls",
+        type=_positive(int),
+        default=defaults.max_active_calls,
+        help="http: requests received or handled at once; more get 503 (default: %(default)s)",
+    )
+    limits.add_argument(
+        "--read-timeout-s",
+        type=_positive(float),
+        default=defaults.read_timeout_s,
+        help="drop a peer that sends nothing for this long in the middle of a request (default: %(default)s)",
+    )
+    limits.add_argument(
+        "--idle-timeout-s",
+        type=_positive(float),
+        default=defaults.idle_timeout_s,
+        help="close a connection without a new request for this long (default: %(default)s)",
+    )
     return parser
+
+
+def limits_from_args(args: argparse.Namespace) -> ServerLimits:
+    return ServerLimits(
+        max_frame_bytes=int(args.max_frame_mb * 2**20),
+        max_connections=args.max_connections,
+        max_active_calls=args.max_active_calls,
+        read_timeout_s=args.read_timeout_s,
+        idle_timeout_s=args.idle_timeout_s,
+    )
 
 
 def main(
@@ -105,7 +165,8 @@ def main(
             facade,
             args.endpoint,
             trust_network=args.trust_network,
-            max_frame_bytes=int(args.max_frame_mb * 2**20),
+            allow_remote=args.allow_remote,
+            limits=limits_from_args(args),
         )
     except Exception:
         facade.close()

@@ -1,4 +1,4 @@
-"""What both transports' servers share: lifecycle, in-flight tracking and the trust check."""
+"""What both transports' servers share: lifecycle, in-flight tracking, limits, counters, the bind rule."""
 
 from __future__ import annotations
 
@@ -6,24 +6,45 @@ import logging
 import threading
 from abc import ABC, abstractmethod
 
-from rpent.loopback import listen
+from rpent.loopback import check_bind, listen
 from rpent.rpc.endpoint import Endpoint
 from rpent.rpc.facade import RpcFacade
+from rpent.rpc.limits import ServerCounters, ServerLimits
 
 log = logging.getLogger(__name__)
 
 
 class UntrustedBindError(ValueError):
-    """A pickle (socket) server was asked to listen on a non-loopback address without trust_network."""
+    """An RPC server was asked to listen on a non-loopback address without its opt-in
+    (``trust_network`` for the pickle socket transport, ``allow_remote`` for http)."""
 
 
-def check_bind_allowed(endpoint: Endpoint, *, trust_network: bool) -> None:
-    if endpoint.protocol == "socket" and not endpoint.is_loopback and not trust_network:
-        raise UntrustedBindError(
-            f"refusing to serve {endpoint}: the socket transport unpickles what it receives, so anyone who can "
-            "reach a non-loopback address could run code in this process. Bind 127.0.0.1, or pass "
-            "--trust-network (trust_network=True) on a network where every peer is trusted."
-        )
+# What anyone who reaches the port could do, and the opt-in that accepts it, per transport.
+_EXPOSURE = {
+    "socket": (
+        "the socket transport unpickles what it receives, so any peer could run code in this process",
+        "--trust-network (trust_network=True)",
+        "only on a network where every peer is trusted",
+    ),
+    "http": (
+        "the HTTP transport has no authentication, so any peer could call this server's methods",
+        "--allow-remote (allow_remote=True)",
+        "only on a network you control",
+    ),
+}
+
+
+def check_bind_allowed(endpoint: Endpoint, *, opted_in: bool) -> None:
+    exposure, opt_in, hint = _EXPOSURE[endpoint.protocol]
+    check_bind(
+        endpoint.host,
+        opted_in=opted_in,
+        opt_in=opt_in,
+        exposure=exposure,
+        hint=hint,
+        field="--endpoint",
+        error=UntrustedBindError,
+    )
 
 
 class RpcServer(ABC):
@@ -31,11 +52,21 @@ class RpcServer(ABC):
 
     endpoint: Endpoint
 
-    def __init__(self, facade: RpcFacade, endpoint: Endpoint, *, protocol: str, trust_network: bool) -> None:
+    def __init__(
+        self,
+        facade: RpcFacade,
+        endpoint: Endpoint,
+        *,
+        protocol: str,
+        opted_in: bool,
+        limits: ServerLimits | None,
+    ) -> None:
         """Check the endpoint and bind its port now, so the port listens before `start()`."""
         if endpoint.protocol != protocol:
             raise ValueError(f"{type(self).__name__} needs a {protocol}:// endpoint, got {endpoint}")
-        check_bind_allowed(endpoint, trust_network=trust_network)
+        check_bind_allowed(endpoint, opted_in=opted_in)
+        self.limits = limits if limits is not None else ServerLimits()
+        self._counters = ServerCounters()
         self._listener = listen(endpoint.host, endpoint.port)
         self.endpoint = endpoint.with_port(self._listener.getsockname()[1])
         self.facade = facade
@@ -92,6 +123,10 @@ class RpcServer(ABC):
     def stopped(self) -> bool:
         return self._stopped.is_set()
 
+    def counters(self) -> dict[str, int]:
+        """Refused, dropped and rejected so far (see ServerCounters), plus the connections open now."""
+        return {**self._counters.snapshot(), "open_connections": self._open_connections()}
+
     def __enter__(self) -> RpcServer:
         return self
 
@@ -123,3 +158,6 @@ class RpcServer(ABC):
 
     @abstractmethod
     def _stop_serving(self, timeout_s: float) -> None: ...
+
+    @abstractmethod
+    def _open_connections(self) -> int: ...

@@ -12,20 +12,25 @@ from typing import Any
 from rpent.rpc.endpoint import Endpoint
 from rpent.rpc.errors import RpcConnectionError, RpcProtocolError, RpcTimeout
 from rpent.rpc.framing import (
-    DEFAULT_MAX_FRAME_BYTES,
     ConnectionClosed,
     FrameError,
     encode_frame,
     recv_frame,
     send_encoded,
 )
+from rpent.rpc.limits import DEFAULT_MAX_FRAME_BYTES
+
+#: A pooled connection idle this long is closed instead of reused. Servers close idle connections
+#: only after ServerLimits.idle_timeout_s (300 s by default), so a call never meets one being closed.
+RETIRE_IDLE_S = 60.0
 
 
 class SocketTransport:
     """A small pool of persistent connections: one per concurrent caller, reused when idle.
 
     A connection that failed or timed out mid-call is closed, never reused: its byte stream
-    may hold half a frame. The next call opens a fresh one.
+    may hold half a frame. The next call opens a fresh one. One idle for RETIRE_IDLE_S is
+    closed rather than reused.
     """
 
     def __init__(
@@ -40,7 +45,7 @@ class SocketTransport:
         self.connect_timeout_s = connect_timeout_s
         self.max_frame_bytes = max_frame_bytes
         self.max_idle = max_idle
-        self._idle: list[socket.socket] = []
+        self._idle: list[tuple[socket.socket, float]] = []  # (connection, idle since)
         self._lock = threading.Lock()
         self._closed = False
 
@@ -76,10 +81,10 @@ class SocketTransport:
     def _checkout(self, deadline: float, where: dict[str, str]) -> socket.socket:
         with self._lock:
             while self._idle:
-                sock = self._idle.pop()
-                if not peer_closed(sock):
+                sock, since = self._idle.pop()
+                if time.monotonic() - since < RETIRE_IDLE_S and not peer_closed(sock):
                     return sock
-                sock.close()  # the server went away while this connection was idle
+                sock.close()  # retired, or the server went away while this connection was idle
         timeout = min(self.connect_timeout_s, max(deadline - time.monotonic(), 0.001))
         try:
             sock = socket.create_connection((self.endpoint.host, self.endpoint.port), timeout=timeout)
@@ -93,7 +98,7 @@ class SocketTransport:
     def _checkin(self, sock: socket.socket) -> None:
         with self._lock:
             if not self._closed and len(self._idle) < self.max_idle:
-                self._idle.append(sock)
+                self._idle.append((sock, time.monotonic()))
                 return
         sock.close()
 
@@ -101,7 +106,7 @@ class SocketTransport:
         with self._lock:
             self._closed = True
             idle, self._idle = self._idle, []
-        for sock in idle:
+        for sock, _ in idle:
             sock.close()
 
 

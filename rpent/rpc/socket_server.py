@@ -1,8 +1,11 @@
-"""The ``socket`` transport server: pickle frames over TCP, one thread per connection.
+"""The ``socket`` transport server: pickle frames over TCP, one thread per connection, up to a cap.
 
 Request frame: ``(method, args, kwargs)``. Reply frame: ``("ok", result)`` or
-``("error", {"type", "message", "traceback"})``. A malformed frame gets an error reply; the
-connection is closed only when the byte stream can no longer be trusted to be aligned.
+``("error", {"type", "message", "traceback"})``. A malformed frame or call gets an error reply;
+the connection is closed only when the byte stream can no longer be trusted to be aligned, when
+the peer stalls in the middle of a frame (after an error reply), or when it sends nothing for the
+idle timeout. Past ``max_connections`` a new connection gets an ``RpcServerBusy`` error frame and
+is closed, so idle sockets cannot pile up threads.
 """
 
 from __future__ import annotations
@@ -13,11 +16,24 @@ import threading
 from typing import Any
 
 from rpent.rpc.endpoint import Endpoint
-from rpent.rpc.facade import RemoteFailure, RpcFacade
-from rpent.rpc.framing import DEFAULT_MAX_FRAME_BYTES, ConnectionClosed, FrameError, recv_frame, send_frame
+from rpent.rpc.facade import MalformedCall, RemoteFailure, RpcFacade
+from rpent.rpc.framing import (
+    ConnectionClosed,
+    FrameError,
+    FrameStalled,
+    IdleTimeout,
+    encode_frame,
+    recv_frame,
+    send_encoded,
+    send_frame,
+)
+from rpent.rpc.limits import ServerLimits
 from rpent.rpc.server_base import RpcServer
 
 log = logging.getLogger(__name__)
+
+# Short: the refusal is a few hundred bytes into an empty send buffer, and the accept loop waits on it.
+_REFUSAL_SEND_S = 1.0
 
 
 class SocketRpcServer(RpcServer):
@@ -27,14 +43,17 @@ class SocketRpcServer(RpcServer):
         endpoint: Endpoint,
         *,
         trust_network: bool = False,
-        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        limits: ServerLimits | None = None,
     ) -> None:
-        super().__init__(facade, endpoint, protocol="socket", trust_network=trust_network)
-        self.max_frame_bytes = max_frame_bytes
+        super().__init__(facade, endpoint, protocol="socket", opted_in=trust_network, limits=limits)
         self._conns: set[socket.socket] = set()
         self._threads: set[threading.Thread] = set()
         self._conns_lock = threading.Lock()
         self._accept_thread: threading.Thread | None = None
+
+    def _open_connections(self) -> int:
+        with self._conns_lock:
+            return len(self._conns)
 
     def _start_serving(self) -> None:
         self._accept_thread = threading.Thread(
@@ -54,56 +73,96 @@ class SocketRpcServer(RpcServer):
                 if self._stopping:
                     conn.close()
                     return
-                self._conns.add(conn)
-                self._threads.add(thread)
-            thread.start()
+                busy = len(self._conns) >= self.limits.max_connections
+                if not busy:
+                    self._conns.add(conn)
+                    self._threads.add(thread)
+            if busy:
+                self._refuse(conn)
+            else:
+                thread.start()
+
+    def _refuse(self, conn: socket.socket) -> None:
+        self._counters.add("refused")
+        limit = self.limits.max_connections
+        failure = RemoteFailure(
+            "RpcServerBusy", f"server busy: {limit} connections open (the limit is {limit}); try again later"
+        )
+        try:
+            conn.settimeout(_REFUSAL_SEND_S)
+            send_frame(conn, ("error", failure.to_dict()))
+            _discard_pending(conn)  # so the close is a FIN after the refusal, not a reset that could lose it
+            conn.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+        finally:
+            conn.close()
 
     def _serve_connection(self, conn: socket.socket) -> None:
         try:
-            while True:
-                try:
-                    request = recv_frame(conn, max_bytes=self.max_frame_bytes)
-                except FrameError as exc:
-                    self._reply(conn, ("error", {"type": "RpcProtocolError", "message": str(exc), "traceback": ""}))
-                    if exc.in_sync:
-                        continue
-                    return
-                except (ConnectionClosed, OSError):
-                    return
-                self._call_started()
-                try:
-                    if not self._reply(conn, self._handle(request)):
-                        return
-                finally:
-                    self._call_finished()
+            while self._serve_one(conn):
+                pass
         finally:
             with self._conns_lock:
                 self._conns.discard(conn)
                 self._threads.discard(threading.current_thread())
             conn.close()
 
+    def _serve_one(self, conn: socket.socket) -> bool:
+        """Read one request and answer it; False when the connection is done."""
+        limits = self.limits
+        try:
+            request = recv_frame(
+                conn,
+                max_bytes=limits.max_frame_bytes,
+                idle_timeout_s=limits.idle_timeout_s,
+                read_timeout_s=limits.read_timeout_s,
+            )
+        except FrameError as exc:
+            self._counters.add("rejected")
+            self._reply(conn, _protocol_error(str(exc)))
+            return exc.in_sync
+        except IdleTimeout:
+            self._counters.add("dropped_idle")
+            return False
+        except FrameStalled as exc:
+            self._counters.add("dropped_stalled")
+            self._reply(conn, _protocol_error(f"{exc}; closing the connection"))
+            return False
+        except (ConnectionClosed, OSError):
+            return False
+        self._call_started()
+        try:
+            return self._reply(conn, self._handle(request))
+        finally:
+            self._call_finished()
+
     def _handle(self, request: Any) -> tuple[str, Any]:
         if not (isinstance(request, tuple) and len(request) == 3):
-            failure = RemoteFailure("RpcProtocolError", "request must be a (method, args, kwargs) tuple")
-            return ("error", failure.to_dict())
+            self._counters.add("rejected")
+            return _protocol_error("request must be a (method, args, kwargs) tuple")
         method, args, kwargs = request
         try:
             return ("ok", self.facade.dispatch(method, args, kwargs))
+        except MalformedCall as exc:
+            self._counters.add("rejected")
+            return ("error", RemoteFailure.from_exception(exc).to_dict())
         except Exception as exc:
             log.debug("rpc %s raised", method, exc_info=True)
             return ("error", RemoteFailure.from_exception(exc).to_dict())
 
     def _reply(self, conn: socket.socket, reply: tuple[str, Any]) -> bool:
         try:
-            send_frame(conn, reply)
-        except (ConnectionError, OSError):
-            return False
+            chunks = encode_frame(reply)
         except Exception as exc:
             failure = RemoteFailure("RpcProtocolError", f"reply could not be encoded ({type(exc).__name__}: {exc})")
-            try:
-                send_frame(conn, ("error", failure.to_dict()))
-            except Exception:
-                return False
+            chunks = encode_frame(("error", failure.to_dict()))
+        try:
+            # A peer that stops reading a reply is dropped like one that stops sending a request.
+            conn.settimeout(self.limits.read_timeout_s)
+            send_encoded(conn, chunks)
+        except OSError:
+            return False
         return True
 
     def _stop_serving(self, timeout_s: float) -> None:
@@ -121,6 +180,20 @@ class SocketRpcServer(RpcServer):
         for thread in threads:
             if thread is not current:
                 thread.join(timeout_s)
+
+
+def _protocol_error(message: str) -> tuple[str, dict[str, str]]:
+    return ("error", RemoteFailure("RpcProtocolError", message).to_dict())
+
+
+def _discard_pending(conn: socket.socket, limit: int = 1 << 20) -> None:
+    discarded = 0
+    conn.setblocking(False)  # with a timeout set, Python would wait for data despite MSG_DONTWAIT
+    try:
+        while discarded < limit and (chunk := conn.recv(65536)):
+            discarded += len(chunk)
+    except OSError:  # nothing (more) to read
+        pass
 
 
 def _shutdown_socket(sock: socket.socket) -> None:

@@ -150,9 +150,9 @@ def test_user_dicts_holding_marker_keys_are_not_mistaken_for_tags() -> None:
 
 
 def test_unencodable_values_raise_naming_where_they_are() -> None:
-    with pytest.raises(codec.CodecError, match=r"value\['obs'\]\[1\]: cannot encode builtins.object"):
+    with pytest.raises(codec.CodecError, match=r"value\.obs\[1\]: cannot encode builtins.object"):
         codec.dumps({"obs": [1, object()]})
-    with pytest.raises(codec.CodecError, match=r"value\['a'\]: dict keys must be str"):
+    with pytest.raises(codec.CodecError, match=r"value\.a: dict keys must be str"):
         codec.dumps({"a": {1: 2}})
     with pytest.raises(codec.CodecError, match="dtype object cannot be sent"):
         codec.dumps(np.array([None]))
@@ -164,13 +164,16 @@ def test_unencodable_values_raise_naming_where_they_are() -> None:
     ("data", "message"),
     [
         (b"{not json", "not valid JSON"),
-        (b'{"__ndarray__": "AAAA", "dtype": "<f8", "shape": [1]}', "holds 3 bytes but dtype float64"),
+        (
+            b'{"__ndarray__": "AAAA", "dtype": "<f8", "shape": [1]}',
+            r"holds 3 bytes but dtype <f8 and shape \[1\] need 8",
+        ),
         (b'{"__ndarray__": "@@@@", "dtype": "u1", "shape": [3]}', "not valid base64"),
-        (b'{"__ndarray__": "AAAA", "dtype": "O", "shape": [3]}', "malformed __ndarray__ tag"),
-        (b'{"__ndarray__": "AAAA", "dtype": "u1", "shape": [-3]}', "malformed __ndarray__ tag"),
+        (b'{"__ndarray__": "AAAA", "dtype": "O", "shape": [3]}', "dtype 'O' is not allowed"),
+        (b'{"__ndarray__": "AAAA", "dtype": "u1", "shape": [-3]}', r"shape \[-3\] is not a list"),
         (b'{"__npscalar__": "x", "dtype": "<f4"}', "not one of nan, inf, -inf"),
-        (b'{"__npscalar__": 1.5, "dtype": "<i4"}', "malformed __npscalar__ tag"),
-        (b'{"__tuple__": 5}', "malformed __tuple__ tag"),
+        (b'{"__npscalar__": 1.5, "dtype": "<i4"}', "dtype '<i4' needs an integer, got 1.5"),
+        (b'{"__tuple__": 5}', r"value.__tuple__: must hold a list, got int"),
         (b'{"__ndarray_ref__": 0, "dtype": "u1", "shape": [1]}', "malformed __ndarray_ref__ tag"),
     ],
 )
@@ -183,3 +186,43 @@ def test_decoded_arrays_are_writable() -> None:
     arr = codec.loads(codec.dumps(np.arange(4, dtype=np.uint8)))
     arr += 1
     assert arr.tolist() == [1, 2, 3, 4]
+
+
+# -- array tags are validated in full before anything is allocated ------------------------------
+@pytest.mark.parametrize(
+    ("tag", "message"),
+    [
+        # a zero-size array with more dimensions than NumPy has, or a dimension past any size
+        ({"__ndarray__": "", "dtype": "<f8", "shape": [0, *[1] * 70]}, "shape .* is not a list of at most 32"),
+        ({"__ndarray__": "", "dtype": "<f8", "shape": [0, 2**62]}, "within the size limit"),
+        ({"__ndarray__": "", "dtype": "U0", "shape": [1e11]}, r"shape \[100000000000.0\] is not a list"),
+        ({"__ndarray__": "", "dtype": "<f8", "shape": [True]}, "is not a list of at most 32 non-negative integers"),
+        ({"__ndarray__": "", "dtype": "<f8", "shape": "3"}, "is not a list of at most 32 non-negative integers"),
+        ({"__ndarray__": "", "dtype": "U0", "shape": [3]}, "dtype 'U0' is not allowed"),
+        ({"__ndarray__": "", "dtype": "i4,i4", "shape": [0]}, "dtype 'i4,i4' is not allowed"),
+        ({"__ndarray__": "", "dtype": "(2,)i4", "shape": [0]}, r"dtype '\(2,\)i4' is not allowed"),
+        ({"__ndarray__": "", "dtype": {"names": ["a"], "formats": ["O"]}, "shape": [0]}, "dtype must be a string"),
+        ({"__ndarray__": "", "dtype": "xyz", "shape": [0]}, "dtype 'xyz' is not a NumPy dtype"),
+        ({"__ndarray__": "AAAA", "dtype": "<f8", "shape": [2]}, "holds 3 bytes but dtype <f8 and shape"),
+        ({"__ndarray__": "A" * 400, "dtype": "u1", "shape": [2]}, "holds more bytes than dtype u1 and shape"),
+        ({"__npscalar__": 1, "dtype": "xyz"}, "dtype 'xyz' is not a NumPy dtype"),
+        ({"__npscalar__": 1, "dtype": ["i4"]}, "dtype must be a string"),
+    ],
+)
+def test_malformed_array_tags_are_codec_errors_naming_the_tag_and_rule(tag: dict[str, Any], message: str) -> None:
+    with pytest.raises(codec.CodecError, match=message) as err:
+        codec.loads(orjson.dumps({"obs": [tag]}))
+    marker = "__ndarray__" if "__ndarray__" in tag else "__npscalar__"
+    assert err.value.where == f"obs[0].{marker}"
+
+
+def test_decoding_errors_name_their_place_the_way_encoding_errors_do() -> None:
+    with pytest.raises(codec.CodecError) as err:
+        codec.loads(b'{"kwargs": {"x": {"__tuple__": [1, {"__float__": "big"}]}, "weird key": 1}}')
+    assert str(err.value) == "value.kwargs.x.__tuple__[1].__float__: number string 'big' is not one of nan, inf, -inf"
+    with pytest.raises(codec.CodecError) as err:
+        codec.loads(b'{"weird key": {"__bytes__": 5}}')
+    assert err.value.where == "['weird key'].__bytes__"
+    with pytest.raises(codec.CodecError) as err:
+        codec.loads(b"[1, 2")
+    assert err.value.where == "" and "not valid JSON" in str(err.value)

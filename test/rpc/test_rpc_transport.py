@@ -24,6 +24,7 @@ from rpent.rpc import (
     serve,
 )
 from rpent.rpc.framing import MAGIC, encode_frame, recv_frame, send_frame
+from rpent.rpc.limits import ServerLimits
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -207,7 +208,7 @@ def _raw_post(port: int, body: bytes, path: str = "/call") -> tuple[int, dict]:
 
 
 def test_http_server_rejects_malformed_and_oversized_bodies_and_keeps_serving() -> None:
-    with running(ProbeFacade(), "http://127.0.0.1:0", max_frame_bytes=10_000) as server:
+    with running(ProbeFacade(), "http://127.0.0.1:0", limits=ServerLimits(max_frame_bytes=10_000)) as server:
         port = server.endpoint.port
         probe = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
         probe.request("GET", "/healthz")
@@ -216,7 +217,7 @@ def test_http_server_rejects_malformed_and_oversized_bodies_and_keeps_serving() 
         status, body = _raw_post(port, b"{not json")
         assert status == 400 and body["error"]["type"] == "RpcProtocolError"
         status, body = _raw_post(port, b'{"args": []}')
-        assert status == 400 and '"method"' in body["error"]["message"]
+        assert status == 400 and body["error"]["message"] == "method: must be a str, got nothing"
         status, body = _raw_post(
             port, b'{"method": "echo", "args": [{"__ndarray__": "!!", "dtype": "u1", "shape": [1]}]}'
         )
@@ -224,7 +225,10 @@ def test_http_server_rejects_malformed_and_oversized_bodies_and_keeps_serving() 
         status, body = _raw_post(port, b"x" * 20_000)
         assert status == 413 and "exceeds the limit" in body["error"]["message"]
         with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:  # hangs up mid-body
-            sock.sendall(b'POST /call HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n{"method"')
+            sock.sendall(
+                b"POST /call HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                b'Content-Length: 5000\r\n\r\n{"method"'
+            )
         with RpcClient(server.endpoint) as client:
             with pytest.raises(RpcProtocolError, match="exceeds the limit"):
                 client.call("echo", [np.zeros(20_000, np.uint8)])
@@ -237,7 +241,7 @@ def _raw_socket(port: int) -> socket.socket:
 
 
 def test_socket_server_answers_garbage_with_an_error_frame_and_keeps_serving() -> None:
-    with running(ProbeFacade(), "socket://127.0.0.1:0", max_frame_bytes=10_000) as server:
+    with running(ProbeFacade(), "socket://127.0.0.1:0", limits=ServerLimits(max_frame_bytes=10_000)) as server:
         port = server.endpoint.port
         with _raw_socket(port) as sock:  # an HTTP client knocking on the wrong door
             sock.sendall(b"POST /call HTTP/1.1\r\nHost: x\r\n\r\n")
