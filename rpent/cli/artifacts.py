@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -35,11 +34,10 @@ def publish_to_memory(memory: MemoryManager, files: list[Path], run_id: str) -> 
     while folder.exists():
         suffix += 1
         folder = memory.inbox / f"{run_id}-{suffix}"
-    memory.authorize_write(folder / "placeholder")
-    folder.mkdir(parents=True)
+    # Through the memory's own race-free writer: a link planted in the inbox is refused, never followed.
     for source in files:
         if source.exists():
-            shutil.copy2(source, folder / source.name)
+            memory.write_file(folder / source.name, source.read_bytes())
     log.info("published recipe and audit to %s", folder)
     return folder
 
