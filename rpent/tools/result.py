@@ -33,6 +33,11 @@ def describe_exception(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {message}"
 
 
+# Built once: json.dumps with options builds an encoder per call, which doubled the cost of encoding
+# the small result of a typical call (the executor encodes every result, see Toolkit._settle).
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=_json_default)
+
+
 def truncate_utf8(text: str, limit_bytes: int) -> str:
     """Return `text` cut to at most `limit_bytes` UTF-8 bytes, saying so when it cut.
 
@@ -80,7 +85,7 @@ class ToolResult:
 
     def to_text(self, limit_bytes: int = MAX_TEXT_BYTES) -> str:
         """The model-facing JSON text of `to_dict()`, at most `limit_bytes` UTF-8 bytes."""
-        text = json.dumps(self.to_dict(), ensure_ascii=False, default=_json_default)
+        text = _ENCODER.encode(self.to_dict())
         return truncate_utf8(text, limit_bytes)
 
 
