@@ -10,13 +10,15 @@ Values are written as they are where JSON can carry them; otherwise (readers may
   size and "head" its first characters. ``"__truncated__": null`` with a "reason" when nothing was
   saved (the file could not be written, or the value is past the depth or integer limit).
 - ``{"__dict__": {...}}`` wraps a dict of the record that itself has a marker key.
-- Text UTF-8 cannot carry (lone surrogates) is written as the six characters ``\\udXXX``; keys that
+- Text UTF-8 cannot carry (lone surrogates) is written as the six characters ``\\udXXX``; U+0085,
+  U+2028 and U+2029, which some readers take for line ends, as JSON escapes; keys that
   are not strings are written as JSON writes them (1 -> "1", None -> "null") or, for other types,
   as their repr; tuples become lists, NumPy values lists and numbers, sets sorted lists, bytes
   "<N bytes>", other objects their str().
 
-A record that still cannot be encoded (an object whose str() raises, a mapping that fails when
-iterated) becomes a reduced line: segment, call_id, tool, started_at, ended_at, error and "reduced"
+A value that cannot be read or printed (an object whose str() raises, a mapping that fails when
+iterated) is written as ``{"__truncated__": null, "reason": "could not be written: ..."}``. A record
+that still cannot be encoded (no memory for it, no stack left) becomes a reduced line: segment, call_id, tool, started_at, ended_at, error and "reduced"
 saying why, made of values that always encode.
 """
 
@@ -68,7 +70,7 @@ def reduced_line(record: Mapping[str, Any], reason: str) -> bytes:
         "error": _short_text(get("error"), 4000),
         "reduced": _short_text(reason, 2000),
     }
-    return json.dumps(line, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    return _dumps(line)
 
 
 def _full_line(record: Mapping[str, Any], save_field: SaveField) -> bytes:
@@ -112,7 +114,18 @@ def _head(text: bytes) -> str:
 
 
 def _dumps(value: Any) -> bytes:
-    return json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    return _one_line(json.dumps(value, ensure_ascii=False, allow_nan=False)).encode("utf-8")
+
+
+# JSON leaves these unescaped inside strings, but str.splitlines (and some JSONL readers) ends a line
+# at each; escaped, a line is one line for every reader. They never occur outside strings.
+_LINE_BREAKS = {0x85: "\\u0085", 0x2028: "\\u2028", 0x2029: "\\u2029"}
+
+
+def _one_line(text: str) -> str:
+    if text.isascii() or not any(chr(code) in text for code in _LINE_BREAKS):
+        return text
+    return text.translate(_LINE_BREAKS)
 
 
 def plain(value: Any, depth: int = 0) -> Any:
@@ -132,11 +145,18 @@ def plain(value: Any, depth: int = 0) -> Any:
         return {FLOAT: "nan" if math.isnan(value) else _NONFINITE[value]}
     if depth >= MAX_DEPTH:
         return {TRUNCATED: None, "reason": f"nested deeper than {MAX_DEPTH} levels"}
+    try:
+        return _plain_other(value, depth)
+    except Exception as exc:  # only this value is lost, not the line
+        return {TRUNCATED: None, "reason": f"could not be written: {describe_exception(exc)}"}
+
+
+def _plain_other(value: Any, depth: int) -> Any:
     if isinstance(value, Mapping):
-        out = {_key(k): plain(v, depth + 1) for k, v in value.items()}
+        out = {_key(k): plain(v, depth + 1) for k, v in list(value.items())}
         return {DICT: out} if not _MARKERS.isdisjoint(out) else out
     if isinstance(value, (list, tuple)):
-        return [plain(item, depth + 1) for item in value]
+        return [plain(item, depth + 1) for item in list(value)]
     # Subclasses (NumPy's float64, IntEnum, str subclasses) are written as their plain base value.
     for base in (bool, int, float, str):
         if isinstance(value, base):
@@ -155,7 +175,7 @@ def _key(key: Any) -> str:
         return json.dumps(float(key))  # as json.dumps writes keys: 1.5 -> "1.5", nan -> "NaN"
     if isinstance(key, str):
         return _text(str(key))
-    return _text(repr(key))
+    return _short_text(key, 200) or "None"
 
 
 def _text(text: str) -> str:

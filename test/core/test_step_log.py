@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from rpent.tools import ToolContext, ToolResult, tool
+from rpent.tools import ToolContext, ToolResult, step_line, tool
 from rpent.tools.steps import MAX_LINE_BYTES, StepLog, read_steps, saved_value
 from rpent.tools.tool import MAX_ARGUMENT_DEPTH
 
@@ -174,6 +174,14 @@ def test_user_data_that_looks_like_a_marker_is_wrapped(kit, tmp_path):
     assert step["arguments"] == {"__dict__": {"__float__": "nan"}}
 
 
+def test_unicode_line_separators_are_escaped_so_any_line_splitter_sees_one_line(kit, tmp_path):
+    label = "a\u2028b\u2029c\x85d"
+    assert not kit.execute_tool("work", {"label": label}).is_error
+    text = (tmp_path / "steps.jsonl").read_text(encoding="utf-8")
+    assert len(text.splitlines()) == 1  # str.splitlines also splits at U+2028, U+2029 and U+0085
+    assert read_steps(tmp_path / "steps.jsonl")[0]["arguments"]["label"] == label
+
+
 # ---- size -----------------------------------------------------------------------------------
 
 
@@ -249,12 +257,35 @@ def test_lone_surrogates_in_a_result_are_escaped_for_the_model_and_the_log(kit, 
     assert step["result"] == text
 
 
-def test_a_record_that_cannot_be_encoded_leaves_a_reduced_line(kit, tmp_path):
-    result = kit.execute_tool("nope", HostileMapping())
+def test_a_value_that_cannot_be_written_is_marked_and_the_rest_of_the_line_kept(kit, tmp_path):
+    kit.execute_tool("nope", {"a": 1, "o": Opaque(), "m": HostileMapping()})
+    kit.execute_tool("nope", HostileMapping())
+    first, second = strict_lines(tmp_path)
+    assert first["arguments"] == {
+        "a": 1,
+        "o": {"__truncated__": None, "reason": "could not be written: RuntimeError: no repr"},
+        "m": {"__truncated__": None, "reason": "could not be written: RuntimeError: no keys"},
+    }
+    assert second["arguments"] == {"__truncated__": None, "reason": "could not be written: RuntimeError: no keys"}
+    assert second["error"].startswith("unknown tool 'nope'")
+
+
+def test_a_record_that_cannot_be_encoded_leaves_a_reduced_line(kit, tmp_path, monkeypatch):
+    def out_of_memory(value, depth=0):
+        raise MemoryError("no room for the record")
+
+    monkeypatch.setattr(step_line, "plain", out_of_memory)
+    result = kit.execute_tool("nope", {"a": 1})
     (step,) = strict_lines(tmp_path)
-    assert step["call_id"] == 1 and step["tool"] == "nope"
-    assert step["error"] == result.error and result.error.startswith("unknown tool 'nope'")
-    assert step["reduced"].startswith("the full record could not be encoded: RuntimeError: no keys")
+    assert step == {
+        "segment": 1,
+        "call_id": 1,
+        "tool": "nope",
+        "started_at": step["started_at"],
+        "ended_at": step["ended_at"],
+        "error": result.error,
+        "reduced": "the full record could not be encoded: MemoryError: no room for the record",
+    }
     assert step["started_at"] <= step["ended_at"] <= time.time()
 
 

@@ -50,7 +50,7 @@ class CallFuzzer:
             [
                 None, True, False, 0, -1, rng.randint(-(10**6), 10**6), 10**400, 2**64,
                 rng.uniform(-1e6, 1e6), 1e308, math.nan, math.inf, -math.inf, -0.0,
-                "", "label", "a\ud800b", "\udc00", "é" * rng.randint(1, 30), "\x00\x1f\"\\", "💥",
+                "", "label", "a\ud800b", "\udc00", "é" * rng.randint(1, 30), "\x00\x1f\"\\", "💥", "\u2028\x85\u2029",
                 np.float64(math.nan), np.int64(3), np.array([math.nan, 1.0]), Decimal("1.5"), b"\xff\x00",
                 {1, 2}, Opaque(),
             ]
@@ -146,6 +146,7 @@ def check_record(output_dir: Path, calls: int, results: list[ToolResult]) -> dic
     raw = (output_dir / "steps.jsonl").read_bytes()
     sizes = [len(line) for line in raw.split(b"\n")[:-1]]
     steps = strict_lines(output_dir)
+    assert len(raw.decode("utf-8").splitlines()) == len(steps)  # a line for every splitter
     lost = calls - len(steps)
     assert lost == 0, f"{lost} of {calls} calls left no line"
     assert sorted(s["call_id"] for s in steps) == list(range(1, calls + 1))
@@ -153,7 +154,7 @@ def check_record(output_dir: Path, calls: int, results: list[ToolResult]) -> dic
     saved = 0
     for step in steps:
         for value in step.values():
-            if isinstance(value, dict) and "__truncated__" in value:
+            if isinstance(value, dict) and isinstance(value.get("__truncated__"), str):
                 saved_value(output_dir / "steps.jsonl", value)  # exists and is strict JSON
                 saved += 1
     for result in results:
@@ -161,6 +162,7 @@ def check_record(output_dir: Path, calls: int, results: list[ToolResult]) -> dic
         result.to_text().encode("utf-8")  # what the model reads: always text, always valid UTF-8
         assert not (result.error or "").startswith("internal error"), result.error
     reduced = sum("reduced" in step for step in steps)
+    assert reduced == 0  # an awkward value costs only itself; the reduced line is the last resort
     return {"lines": len(steps), "max_line_bytes": max(sizes), "saved_values": saved, "reduced_lines": reduced}
 
 
