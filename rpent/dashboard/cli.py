@@ -74,6 +74,9 @@ class DashboardServer:
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             self._sock.bind((host, port))
+            # Listen now: the CLI prints the URL before uvicorn's loop starts, and a client that
+            # connects at once must wait in the backlog instead of being refused.
+            self._sock.listen()
         except OSError as exc:
             self._sock.close()
             raise ConfigError(f"--port: cannot listen on {host}:{port}: {exc.strerror or exc}") from None
