@@ -7,7 +7,8 @@ cd "$repo"
 
 # EGL + Mesa: MuJoCo renders offscreen with MUJOCO_GL=egl (franky-sim cameras, LIBERO).
 # Chromium: the dashboard's real-browser tests (driven by Playwright; no browser download).
-apt_packages=(libegl1 libegl-mesa0 libgl1-mesa-dri libgles2 chromium)
+# ffmpeg: ffprobe checks, as a player would, that videos cut off by a crash still play (test/video_probe.py).
+apt_packages=(libegl1 libegl-mesa0 libgl1-mesa-dri libgles2 chromium ffmpeg)
 missing=()
 for pkg in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
