@@ -102,11 +102,12 @@ def list_folder(dir_fd: int) -> list[tuple[str, os.stat_result]]:
     return sorted(entries, key=lambda item: item[0])
 
 
-def replace_file(dir_fd: int, parts: Sequence[str], data: bytes, shown: str) -> None:
+def replace_file(dir_fd: int, parts: Sequence[str], data: bytes, shown: str, *, replace: bool = True) -> None:
     """Make `parts[-1]` in `dir_fd` hold exactly `data`, atomically: a temporary file beside it, then a rename.
 
     The temporary file is created in `dir_fd` itself, so nothing is written anywhere else, and the rename
-    replaces the directory entry (a link swapped in meanwhile is replaced, never followed).
+    replaces the directory entry (a link swapped in meanwhile is replaced, never followed). Without
+    `replace` an existing entry is refused, atomically too (link(2) never replaces).
     """
     name = parts[-1]
     try:
@@ -126,7 +127,10 @@ def replace_file(dir_fd: int, parts: Sequence[str], data: bytes, shown: str) -> 
             handle.flush()
             os.fsync(handle.fileno())
         try:
-            os.replace(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            if replace:
+                os.replace(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            else:
+                _link_new(temp, name, dir_fd, shown)
         except IsADirectoryError:
             raise IsADirectoryError(f"path: {shown!r} is a folder; give the name of a file inside it") from None
         os.fsync(dir_fd)  # the rename itself survives a power cut
@@ -134,6 +138,17 @@ def replace_file(dir_fd: int, parts: Sequence[str], data: bytes, shown: str) -> 
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp, dir_fd=dir_fd)
         raise
+
+
+def _link_new(temp: str, name: str, dir_fd: int, shown: str) -> None:
+    try:
+        os.link(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
+    except FileExistsError:
+        raise MemoryAccessError(
+            f"path: {shown!r} already exists in this run's output directory; files there are never replaced "
+            "(they are the run's record): choose a new name"
+        ) from None
+    os.unlink(temp, dir_fd=dir_fd)
 
 
 def _open_subfolder(fd: int, name: str) -> int | str:

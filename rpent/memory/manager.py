@@ -105,11 +105,18 @@ class MemoryManager:
             return target.path, beneath.list_folder(fd)
 
     def write_file(self, path: str | os.PathLike[str], data: bytes, *, extra_roots: Iterable[Path] = ()) -> Path:
-        """Replace (or create) a file that may be written, atomically; missing folders are made."""
+        """Replace (or create) a file that may be written, atomically; missing folders are made.
+
+        In an extra root (the run's output directory) files are only ever created, never replaced:
+        that folder holds the run's record (steps.jsonl, run.log, images), which a tool call must not
+        be able to overwrite.
+        """
+        extra_roots = list(extra_roots)
         shown, target = self._locate_write(path, extra_roots)
+        in_record = target.root in {_Root.of(r).path for r in extra_roots}
         target.root.mkdir(parents=True, exist_ok=True)  # the root is configuration, not model input
         with _opened_folder(target.root, target.parts[:-1], shown, create=True) as fd:
-            beneath.replace_file(fd, target.parts, data, shown)
+            beneath.replace_file(fd, target.parts, data, shown, replace=not in_record)
         return target.path
 
     # ---- the rules, applied to names ----

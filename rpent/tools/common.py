@@ -60,7 +60,7 @@ def write_text_file(
     *,
     ctx: ToolContext[Any],
 ) -> dict[str, Any]:
-    """Write a text file (replacing it) in the robot's memory directory, where this run may write, or in this run's output directory.
+    """Write a text file (replacing it) in the robot's memory directory, where this run may write, or a new file in this run's output directory (files there are never replaced).
 
     Args:
         path: Path relative to the memory directory, or an absolute path inside the memory or output directory.

@@ -223,3 +223,20 @@ def test_an_absolute_path_may_spell_the_root_as_configured_or_resolved(tmp_path,
     assert not kit.execute_tool("write_text_file", {"path": str(configured / "inbox" / "n.md"), "text": "x"}).is_error
     assert (memory_root / "inbox" / "n.md").read_text() == "x"
     kit.close()
+
+
+@pytest.mark.parametrize("mode", ["read-only", "read-write", "inbox-write"])
+def test_a_tool_call_cannot_replace_the_runs_record(memory_root, tmp_path, mode):
+    out = tmp_path / "run"
+    kit = Toolkit(memory=MemoryManager(memory_root, mode), output_dir=out)
+    assert not kit.execute_tool("list_dir", {"path": str(out)}).is_error  # leaves steps.jsonl a line
+    record = (out / "steps.jsonl").read_bytes()
+    refused = kit.execute_tool("write_text_file", {"path": str(out / "steps.jsonl"), "text": "wiped"})
+    assert refused.is_error and "never replaced" in refused.error
+    assert (out / "steps.jsonl").read_bytes().startswith(record)
+    # New files in the output directory are still allowed, once.
+    assert not kit.execute_tool("write_text_file", {"path": str(out / "notes.md"), "text": "first"}).is_error
+    again = kit.execute_tool("write_text_file", {"path": str(out / "notes.md"), "text": "second"})
+    assert again.is_error and (out / "notes.md").read_text() == "first"
+    assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
+    kit.close()
