@@ -249,10 +249,16 @@ def test_write_text_file_never_writes_outside_while_links_are_swapped_in(base, m
     else:
         flip = _file_replacer(lab.box / "new.txt", lab.sentinel / "new.txt")
     sentinel_mtime = lab.sentinel.stat().st_mtime_ns
+    # The output directory never replaces a file, so there each attempt writes a new name (and a name
+    # that exists, link or file, is refused: both refusals count).
+    record = mode == "output-dir"
+    attempt = 0
 
     def call() -> str:
-        nonlocal sentinel_mtime
-        result = kit.execute_tool("write_text_file", {"path": path, "text": "written"})
+        nonlocal sentinel_mtime, attempt
+        attempt += 1
+        target = path.replace("new.txt", f"new-{attempt}.txt") if record and swap == "folder" else path
+        result = kit.execute_tool("write_text_file", {"path": target, "text": "written"})
         touched = os.listdir(lab.sentinel)
         mtime = lab.sentinel.stat().st_mtime_ns
         if touched or mtime != sentinel_mtime:  # the mtime also catches a temporary file created and removed
@@ -261,6 +267,8 @@ def test_write_text_file_never_writes_outside_while_links_are_swapped_in(base, m
             sentinel_mtime = lab.sentinel.stat().st_mtime_ns
             return "escape"
         if result.is_error:
+            if record and swap == "file" and "never replaced" in result.error:
+                return "refused-existing"
             return _refusal(result.error, "read-only" if mode == "read-only" else "symbolic link")
         return "inside"
 
@@ -269,8 +277,13 @@ def test_write_text_file_never_writes_outside_while_links_are_swapped_in(base, m
     assert outcomes["escape"] == 0, dict(outcomes)
     if mode == "read-only":
         assert outcomes["refused"] == RACE_ATTEMPTS, dict(outcomes)
+    elif record and swap == "file":
+        # Live race: some calls met the link, some the real file; none wrote anything.
+        assert outcomes["refused"] > 0 and outcomes["refused-existing"] > 0, dict(outcomes)
+        assert outcomes["refused"] + outcomes["refused-existing"] == RACE_ATTEMPTS, dict(outcomes)
     else:
         _assert_race_was_live(outcomes)
     assert not [name for name in os.listdir(lab.box) if name.endswith(".tmp")], "a temporary file was left behind"
     if swap == "folder":  # the swapper stops with the real folder in place
-        assert (lab.box / "new.txt").read_text() == ("old" if mode == "read-only" else "written")
+        expected = "old" if mode == "read-only" or record else "written"
+        assert (lab.box / "new.txt").read_text() == expected
