@@ -200,7 +200,7 @@ class Toolkit:
             raise ValueError(f"recipe_tag: must match {_RECIPE_TAG.pattern}, got {recipe_tag!r}")
         if self.segment is None:
             raise ValueError("write_recipe: this toolkit has no output_dir")
-        lines = [json.dumps(entry, ensure_ascii=False) for entry in self.recipe()]
+        lines = [_recipe_line(entry) for entry in self.recipe()]
         path = self.segment.file(f"recipe_{recipe_tag}.jsonl")
         write_text_atomic(path, "".join(line + "\n" for line in lines))
         return path
@@ -593,3 +593,11 @@ def _as_result(value: Any) -> ToolResult:
         return ToolResult(data=dict(value))
     return ToolResult(data={"result": value})
 
+
+def _recipe_line(entry: dict[str, Any]) -> str:
+    line = json.dumps(entry, ensure_ascii=False)
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate in an argument: escaped, so replay gets the same string
+        line = json.dumps(entry, ensure_ascii=True)
+    return line

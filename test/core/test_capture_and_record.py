@@ -120,6 +120,16 @@ def test_recipe_lists_successful_robot_calls_in_completion_order(gates, tmp_path
     kit.close()
 
 
+def test_recipe_keeps_arguments_that_utf8_cannot_encode(gates, tmp_path):
+    kit = ObservingToolkit(robot=gates, output_dir=tmp_path)
+    kit.execute_tool("work", {"label": "\ud800 cube"})
+    kit.execute_tool("work", {"label": "Würfel"})
+    lines = kit.write_recipe("odd").read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line)["arguments"]["label"] for line in lines] == ["\ud800 cube", "Würfel"]
+    assert "Würfel" in lines[1]  # readable text stays readable
+    kit.close()
+
+
 def test_recipe_tag_is_validated(gates, tmp_path):
     kit = ObservingToolkit(robot=gates, output_dir=tmp_path)
     with pytest.raises(ValueError, match="recipe_tag"):
