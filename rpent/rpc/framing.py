@@ -8,17 +8,19 @@ the pickle, and arrives writable.
 Pickle runs code while loading: only ever read frames from trusted peers. That is why
 socket servers bind loopback unless told otherwise (see docs/rpc.md).
 
-A reader never trusts the declared lengths with memory: each part is read into a buffer that
-starts at 1 MiB at most and doubles only once it is full, so a peer that declares 255 MiB and
-sends 1 KB makes the reader hold about 1 MiB. The frame limit is checked on the declared total
-before any part is read.
+A reader never trusts the declared lengths with memory: each part is read into a buffer sized
+to what has already arrived on the socket (at least 64 KiB), which doubles only once it is full,
+so a peer that declares 255 MiB and sends 1 KB makes the reader hold 64 KiB. The frame limit is
+checked on the declared total before any part is read.
 """
 
 from __future__ import annotations
 
+import fcntl
 import pickle
 import socket
 import struct
+import termios
 import time
 from typing import Any
 
@@ -30,7 +32,7 @@ _LEN = struct.Struct("!Q")
 MAX_PARTS = 65536
 # Below this size joining parts costs less than an extra syscall.
 _COALESCE_BYTES = 64 * 1024
-_FIRST_CHUNK = 1 << 20
+_MIN_CHUNK = 64 * 1024
 
 
 class FrameError(Exception):
@@ -150,9 +152,17 @@ def _recv_into(sock: socket.socket, buf: bytearray | memoryview, waits: _Waits, 
         view.release()
 
 
+def _arrived(sock: socket.socket) -> int:
+    """Bytes waiting in the socket's receive buffer."""
+    try:
+        return struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.FIONREAD, b"\0\0\0\0"))[0]
+    except OSError:
+        return 0
+
+
 def _recv_part(sock: socket.socket, length: int, waits: _Waits) -> bytearray:
-    """One part, in a buffer that grows (doubling) only once the bytes so far have arrived."""
-    part = bytearray(min(length, _FIRST_CHUNK))
+    """One part, in a buffer sized to what has arrived, doubling only once the bytes so far are in."""
+    part = bytearray(min(length, max(_MIN_CHUNK, _arrived(sock))))
     _recv_into(sock, part, waits, started=True)
     while len(part) < length:
         filled = len(part)

@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from rpent.loopback import is_loopback
+from rpent.rpc.limits import ServerCounters
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -50,14 +51,19 @@ def _host_name(host: str) -> str:
 class RequestGuard:
     """ASGI middleware that answers forbidden requests itself (403, 415, 421 JSON)."""
 
-    def __init__(self, app: ASGIApp | None = None, *, any_host: bool = False) -> None:
+    def __init__(
+        self, app: ASGIApp | None = None, *, any_host: bool = False, counters: ServerCounters | None = None
+    ) -> None:
         self.app = app
         self.any_host = any_host
+        self.counters = counters
 
     @classmethod
-    def for_bind(cls, host: str, *, allow_remote: bool, app: ASGIApp | None = None) -> RequestGuard:
+    def for_bind(
+        cls, host: str, *, allow_remote: bool, app: ASGIApp | None = None, counters: ServerCounters | None = None
+    ) -> RequestGuard:
         """The guard a server bound on ``host`` uses: any Host name only off loopback with the opt-in."""
-        return cls(app, any_host=allow_remote and not is_loopback(host))
+        return cls(app, any_host=allow_remote and not is_loopback(host), counters=counters)
 
     def refusal(self, scope: Scope) -> tuple[int, str] | None:
         """(status, message) if the request must not be served, else None."""
@@ -94,6 +100,8 @@ class RequestGuard:
             await self.app(scope, receive, send)
             return
         status, message = refused
+        if self.counters is not None:
+            self.counters.add("rejected")
         body = error_body("RpcProtocolError", message)
         await send(
             {

@@ -65,7 +65,7 @@ class HttpRpcServer(RpcServer):
             exception_handlers={HTTPException: self._http_error, Exception: self._internal_error},
         )
         config = uvicorn.Config(
-            RequestGuard.for_bind(endpoint.host, allow_remote=allow_remote, app=app),
+            RequestGuard.for_bind(endpoint.host, allow_remote=allow_remote, app=app, counters=self._counters),
             http=guarded_protocol(self.limits, self._counters),
             log_level="warning",
             access_log=False,

@@ -16,7 +16,7 @@ import threading
 from typing import Any
 
 from rpent.rpc.endpoint import Endpoint
-from rpent.rpc.facade import MalformedCall, RemoteFailure, RpcFacade
+from rpent.rpc.facade import MalformedCall, MethodNotFound, RemoteFailure, RpcFacade
 from rpent.rpc.framing import (
     ConnectionClosed,
     FrameError,
@@ -144,7 +144,7 @@ class SocketRpcServer(RpcServer):
         method, args, kwargs = request
         try:
             return ("ok", self.facade.dispatch(method, args, kwargs))
-        except MalformedCall as exc:
+        except (MalformedCall, MethodNotFound) as exc:
             self._counters.add("rejected")
             return ("error", RemoteFailure.from_exception(exc).to_dict())
         except Exception as exc:
