@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Annotated, Literal
 
+import numpy as np
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from robots.franka.safety import SafetyConfig, load_safety_config
 
@@ -47,24 +49,103 @@ class ArmConfig(BaseModel):
     base_xyz_m: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
 
+def _rigid_transform(value: list[list[float]]) -> list[list[float]]:
+    """A 4 x 4 homogeneous transform: rotation orthonormal with det +1 (to 1e-4), last row 0 0 0 1."""
+    m = np.asarray(value, float)
+    if m.shape != (4, 4) or not np.all(np.isfinite(m)):
+        raise ValueError("must be a 4 x 4 matrix of finite numbers (rows of [R t; 0 0 0 1], metres)")
+    if not np.allclose(m[3], (0.0, 0.0, 0.0, 1.0), atol=1e-9):
+        raise ValueError(f"last row must be [0, 0, 0, 1], got {m[3].tolist()}")
+    r = m[:3, :3]
+    if not np.allclose(r.T @ r, np.eye(3), atol=1e-4) or np.linalg.det(r) < 0:
+        raise ValueError("the upper-left 3 x 3 must be a rotation (orthonormal, determinant +1, to 1e-4)")
+    return m.tolist()
+
+
+#: A camera pose: 4 x 4 rows [[R, t], [0, 0, 0, 1]], t in metres; maps optical-frame points (OpenCV:
+#: x right, y down, z forward) into the named parent frame.
+Transform = Annotated[list[list[float]], AfterValidator(_rigid_transform)]
+
+
+class CameraIntrinsicsConfig(BaseModel):
+    """Pinhole intrinsics at the configured width x height (pixels; OpenCV distortion order)."""
+
+    model_config = ConfigDict(extra="forbid")
+    fx: float = Field(gt=0)
+    fy: float = Field(gt=0)
+    cx: float
+    cy: float
+    distortion: tuple[float, ...] = Field((), max_length=14)
+
+
 class CameraConfig(BaseModel):
+    """One camera of a deployment.
+
+    `mount: fixed` cameras may carry `T_base_camera` (the optical frame in the base frame of `arm`);
+    `mount: wrist` cameras `T_flange_camera` (in `arm`'s flange frame, composed with the measured
+    flange pose at capture time). A camera without its transform still gives pictures, but its pixels
+    cannot be back-projected. `arm` None means the first arm. `intrinsics` overrides what the device
+    (or the simulator) reports.
+    """
+
     model_config = ConfigDict(extra="forbid")
     name: str
+    kind: Literal["opencv", "realsense"] = "opencv"
     device: int | str = 0
+    serial: str | None = Field(None, description="RealSense serial number (None: the only device)")
     width: int = Field(640, gt=0)
     height: int = Field(480, gt=0)
     fps: float = Field(30.0, gt=0)
+    mount: Literal["fixed", "wrist"] = "fixed"
+    arm: str | None = None
+    T_base_camera: Transform | None = None
+    T_flange_camera: Transform | None = None
+    intrinsics: CameraIntrinsicsConfig | None = None
+
+    @model_validator(mode="after")
+    def _transform_matches_mount(self) -> CameraConfig:
+        if self.mount == "fixed" and self.T_flange_camera is not None:
+            raise ValueError(
+                f"camera {self.name!r}: T_flange_camera is for mount: wrist; a fixed camera takes T_base_camera"
+            )
+        if self.mount == "wrist" and self.T_base_camera is not None:
+            raise ValueError(
+                f"camera {self.name!r}: T_base_camera is for mount: fixed; a wrist camera takes T_flange_camera"
+            )
+        return self
+
+    def transform(self) -> np.ndarray | None:
+        """The configured extrinsic (T_base_camera or T_flange_camera, by mount) as 4 x 4, or None."""
+        value = self.T_base_camera if self.mount == "fixed" else self.T_flange_camera
+        return None if value is None else np.asarray(value, float)
 
 
 class FrankaConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     arms: list[ArmConfig] = [ArmConfig()]
+    # With --sim the simulator's own cameras are used; an entry here with the same name as a
+    # simulated camera overrides its extrinsics/intrinsics (e.g. to test a calibration result).
     cameras: list[CameraConfig] = []
     sim_camera_width: int = Field(320, gt=0)
     sim_camera_height: int = Field(240, gt=0)
     safety_file: str | None = str(DEFAULT_SAFETY_FILE)
     # Set from the command line (--approve-motions): overrides require_approval for every arm.
     require_approval: bool | None = None
+
+    @model_validator(mode="after")
+    def _cameras_name_known_arms(self) -> FrankaConfig:
+        arms = [a.name for a in self.arms]
+        seen: set[str] = set()
+        for cam in self.cameras:
+            if cam.name in seen:
+                raise ValueError(f"cameras: two cameras are named {cam.name!r}")
+            seen.add(cam.name)
+            if cam.arm is not None and cam.arm not in arms:
+                raise ValueError(f"cameras: camera {cam.name!r} names arm {cam.arm!r}; known arms: {arms}")
+        return self
+
+    def camera(self, name: str) -> CameraConfig | None:
+        return next((c for c in self.cameras if c.name == name), None)
 
     def safety(self) -> SafetyConfig:
         safety = load_safety_config(self.safety_file)
