@@ -46,6 +46,9 @@ class FrankaSpec(RobotSpec):
     def add_cli_args(self, parser: argparse.ArgumentParser) -> None:
         group = parser.add_argument_group("franka")
         group.add_argument("--sim", action="store_true", help="start franky-sim in this process (loopback 127.0.0.x) instead of real arms")
+        group.add_argument("--sim-seed", type=int, default=None, metavar="N",
+                           help="with --sim: place the objects at random reachable positions and yaws, the same for the "
+                                "same N (default: the fixed scene)")
         group.add_argument("--config", default=str(self.default_config),
                            help=f"deployment YAML: arms (FCI hosts), cameras, safety file (default {self.default_config.name})")
         group.add_argument("--safety-file", help="safety envelope YAML (default: the one the deployment YAML names)")
@@ -80,9 +83,14 @@ class FrankaSpec(RobotSpec):
         video_fps = getattr(args, "video_fps", 3.0)
         if not 0 <= video_fps <= 30:
             raise ConfigError(f"--video-fps: must be between 0 and 30, got {video_fps}")
+        sim, sim_seed = bool(getattr(args, "sim", False)), getattr(args, "sim_seed", None)
+        if sim_seed is not None and (isinstance(sim_seed, bool) or not isinstance(sim_seed, int) or sim_seed < 0):
+            raise ConfigError(f"--sim-seed: must be an integer >= 0, got {sim_seed!r}")
+        if sim_seed is not None and not sim:
+            raise ConfigError("--sim-seed: only with --sim (real arms have no random scene)")
         config = self.base_config(args, arms=", ".join(a.name for a in franka.arms))
         config.options.update(
-            franka=franka, sim=bool(getattr(args, "sim", False)), video_fps=video_fps, require_approval=require_approval,
+            franka=franka, sim=sim, sim_seed=sim_seed, video_fps=video_fps, require_approval=require_approval,
             target_object=getattr(args, "target_object", "cube"),
         )
         return config
@@ -98,7 +106,7 @@ class FrankaSpec(RobotSpec):
             from robots.franka.approval import CliApprovalChannel
 
             approval = CliApprovalChannel()
-        runtime = build_runtime(franka, sim=config.options["sim"], approval=approval)
+        runtime = build_runtime(franka, sim=config.options["sim"], sim_seed=config.options.get("sim_seed"), approval=approval)
         runtime.video_fps = config.options["video_fps"]
         return {"runtime": runtime, "frame_sources": {cam.name: cam.capture for cam in runtime.cameras}}
 

@@ -102,11 +102,18 @@ def build_runtime(
     scene: SimScene | None = None,
     sim_cameras: bool = True,
     approval: ApprovalChannel | None = None,
+    sim_seed: int | None = None,
 ) -> FrankaRuntime:
-    """Connect everything in `config`; with `sim`, start franky-sim first and use its hosts."""
+    """Connect everything in `config`; with `sim`, start franky-sim first and use its hosts.
+
+    `sim_seed` places the scene's objects at random (robots.franka.scene_layout), reachable within
+    this config's safety envelopes; None keeps the fixed scene.
+    """
     safety = config.safety()
     simulator: FrankaSim | None = None
     arm_cfgs = list(config.arms)
+    if sim_seed is not None and not sim:
+        raise ValueError("sim_seed: only with sim (a random scene exists only in the simulator)")
     if sim:
         from robots.franka.sim import FrankaSim, SimScene
 
@@ -114,6 +121,15 @@ def build_runtime(
             scene = SimScene() if len(arm_cfgs) == 1 else SimScene.dual()
         if len(scene.arm_positions) != len(arm_cfgs):
             raise ValueError(f"arms: the sim scene has {len(scene.arm_positions)} arms, the config {len(arm_cfgs)}")
+        if sim_seed is not None:
+            from robots.franka.scene_layout import random_scene
+
+            scene = random_scene(
+                sim_seed, scene,
+                [safety.envelope(cfg.name, pos) for cfg, pos in zip(arm_cfgs, scene.arm_positions, strict=True)],
+                [cfg.home_joints_rad for cfg in arm_cfgs],
+                image_aspect=config.sim_camera_width / config.sim_camera_height,
+            )
         simulator = FrankaSim(scene).start()
         # The simulated scene is the truth of where each arm stands.
         arm_cfgs = [

@@ -37,13 +37,14 @@ Vec3 = tuple[float, float, float]
 
 @dataclass(frozen=True)
 class SimObject:
-    """A free-floating box; `size_m` is the full edge length."""
+    """A free-floating box; `size_m` is the full edge length, `yaw_deg` its turn about the vertical."""
 
     name: str
     position: Vec3
     size_m: float = 0.045
     rgba: tuple[float, float, float, float] = (0.85, 0.1, 0.1, 1.0)
     mass_kg: float = 0.05
+    yaw_deg: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,11 @@ SWITCH_INTERVAL_S = 0.0005
 
 @dataclass(frozen=True)
 class SimScene:
-    """The world. Arms sit at `arm_positions`; a pose in an arm's base frame is world minus that."""
+    """The world. Arms sit at `arm_positions`; a pose in an arm's base frame is world minus that.
+
+    `seed` is None for the fixed scene below, else the seed robots.franka.scene_layout placed the
+    objects with (recorded with each run so a scene can be rebuilt).
+    """
 
     arm_positions: tuple[Vec3, ...] = ((0.0, 0.0, 0.0),)
     table_center_xy: tuple[float, float] = (0.55, 0.0)
@@ -77,6 +82,7 @@ class SimScene:
         SimCamera("front", (1.35, 0.0, 0.75), (0.5, 0.0, 0.25)),
         SimCamera("top", (0.55, 0.0, 1.45), (0.55, 0.0, 0.2), fovy_deg=45.0),
     )
+    seed: int | None = None
 
     @classmethod
     def dual(cls, spacing_m: float = 0.5) -> SimScene:
@@ -172,6 +178,10 @@ class FrankaSim:
         )
         for obj in s.objects:
             body = ET.SubElement(wb, "body", name=obj.name, pos=_fmt(obj.position))
+            if obj.yaw_deg:
+                # A quaternion (w x y z) holds whatever angle unit the MJCF compiler is set to.
+                half = np.radians(obj.yaw_deg) / 2
+                body.set("quat", _fmt((np.cos(half), 0.0, 0.0, np.sin(half))))
             ET.SubElement(body, "freejoint", name=f"{obj.name}_joint")
             ET.SubElement(
                 body,
@@ -255,6 +265,14 @@ class FrankaSim:
             raise KeyError(f"no body named {name!r} in the simulated scene")
         with self.lock:
             return self._sim.data.xpos[body_id].copy()
+
+    def body_pose(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """World position [m] and orientation (3 x 3) of a body, read between physics steps."""
+        body_id = mujoco.mj_name2id(self._sim.model, mujoco.mjtObj.mjOBJ_BODY, name)
+        if body_id < 0:
+            raise KeyError(f"no body named {name!r} in the simulated scene")
+        with self.lock:
+            return self._sim.data.xpos[body_id].copy(), self._sim.data.xmat[body_id].reshape(3, 3).copy()
 
     def hand_tcp_in_arm_frame(self, arm_index: int = 0) -> np.ndarray:
         """Ground truth of arm `arm_index`'s TCP (the Franka Hand's fingertip centre) in its base frame:

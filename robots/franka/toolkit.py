@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from robots.franka import actions
+from robots.franka import actions, scene_record
 from robots.franka.runtime import FrankaRuntime
 from robots.franka.tools import FRANKA_TOOLS
 from rpent.tools import Command, Toolkit, ToolResult
@@ -20,6 +20,8 @@ class FrankaToolkit(Toolkit):
     def __init__(self, *, target_object: str = "cube", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.target_object = target_object
+        # The task starts now (a dashboard session runs several tasks on one simulator).
+        self._scene_at_start = self._object_poses()
 
     def _capture_observation(
         self, *, command: Command, result: ToolResult, elapsed_s: float
@@ -37,6 +39,16 @@ class FrankaToolkit(Toolkit):
         names, pngs = actions.capture_pngs(self.robot)
         observation["cameras"] = names
         return observation, pngs
+
+    def _object_poses(self) -> dict[str, Any] | None:
+        sim = self.robot.sim
+        return None if sim is None else scene_record.object_poses(sim, list(self.robot.arms))
+
+    def scene_state(self) -> dict[str, Any] | None:
+        """Where the simulated objects were when this task started and where they are now."""
+        if self._scene_at_start is None:
+            return None  # no ground truth on real hardware
+        return {"seed": self.robot.sim.scene.seed, "start": self._scene_at_start, "end": self._object_poses()}
 
     def solved(self) -> bool | None:
         sim = self.robot.sim

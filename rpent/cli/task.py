@@ -114,6 +114,7 @@ class TaskRun:
         config, toolkit, segment = self.config, self.toolkit, self.segment
         output_dir = config.output_dir
         solved = None
+        scene: dict[str, Any] | None = None
         finish: dict[str, Any] | None = None
         recipe_path: Path | None = None
         episode = None
@@ -124,6 +125,11 @@ class TaskRun:
                     solved = toolkit.solved()
                 except Exception:
                     log.exception("solved() failed")
+                try:  # optional: toolkits reached over ROS do not offer it
+                    scene_state = getattr(toolkit, "scene_state", None)
+                    scene = scene_state() if scene_state is not None else None
+                except Exception:
+                    log.exception("scene_state() failed")
                 finish = dict(toolkit.finish_result) if toolkit.finish_result is not None else None
             with self._lock:
                 notes, aborted = list(self._notes), self.aborted
@@ -162,6 +168,8 @@ class TaskRun:
             "recipe": str(recipe_path) if recipe_path else None,
             "error": error or (result.error if result is not None else None),
         }
+        if scene is not None:  # robots with ground truth (simulators) only
+            summary["scene"] = scene
         write_json(segment.file("result.json"), summary)
         if recipe_path is not None and toolkit is not None and toolkit.memory is not None:
             try:

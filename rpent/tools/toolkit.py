@@ -193,6 +193,11 @@ class Toolkit:
         """The environment's own verdict on the task; None where the robot cannot tell."""
         return None
 
+    def scene_state(self) -> dict[str, Any] | None:
+        """Ground truth of the scene for the run record (e.g. object poses at the start and now);
+        None where the robot has none. Never shown to a planner."""
+        return None
+
     def write_recipe(self, recipe_tag: str) -> Path:
         """Write the successful robot calls, in completion order, as `recipe_<tag>.jsonl` (atomically;
         `recipe_<tag>-N.jsonl` in a resumed segment N)."""

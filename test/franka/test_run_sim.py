@@ -25,6 +25,9 @@ def test_bundled_pick_recipe_lifts_the_cube_and_writes_a_playable_video(tmp_path
     result = json.loads((out / "result.json").read_text())
     assert result["status"] == "finished" and result["finish_status"] == "success"
     assert result["solved"] is True  # ground truth from the simulator: the cube is off the table
+    scene = result["scene"]  # the fixed scene's ground truth: the cube went up by the recipe's lift
+    assert scene["seed"] is None
+    assert scene["end"]["cube"]["xyz_m"][2] > scene["start"]["cube"]["xyz_m"][2] + 0.05
     tools = [s["tool"] for s in read_steps(out / "steps.jsonl")]
     assert tools == [json.loads(line)["tool"] for line in PICK.read_text().splitlines()]
     with av.open(str(out / "episode.mp4")) as container:
