@@ -71,3 +71,20 @@ def test_a_negative_sim_seed_is_refused(tmp_path, capsys):
                  "--output-dir", str(tmp_path / "r")])
     assert code == 2
     assert "--sim-seed: must be an integer >= 0, got -2" in capsys.readouterr().err
+
+
+def test_ros_parameter_sim_seed_reaches_the_run_config_with_the_cli_rules(tmp_path):
+    # toolkit_node (and the dashboard/planner nodes) turn parameters into the robot's CLI flags.
+    from robots.franka.robot_spec import FrankaSpec
+    from rpent.robot import ConfigError
+    from rpent_ros.params import namespace_from_params
+
+    spec, out = FrankaSpec(), str(tmp_path / "r")
+
+    def options(**params):
+        return spec.parse_config(namespace_from_params(spec, {"sim": True, "output_dir": out, **params})).options
+
+    assert options(sim_seed=4)["sim_seed"] == 4
+    assert options()["sim_seed"] is None
+    with pytest.raises(ConfigError, match="--sim-seed: must be an integer >= 0, got -1"):
+        options(sim_seed=-1)
