@@ -102,7 +102,8 @@ class RedCubePickPlanner(Planner):
         input_queue: queue.Queue[OperatorInput] | None = None,
         dashboard_interaction: Any = None,
     ) -> PlannerResult:
-        self._toolkit, self._max_turns, self._turns, self._transcript = toolkit, max_turns, 0, []
+        self._toolkit = _ToolsOnly(toolkit)
+        self._max_turns, self._turns, self._transcript = max_turns, 0, []
         try:
             summary = self._pick()
             status = "success"
@@ -110,7 +111,7 @@ class RedCubePickPlanner(Planner):
             summary, status = str(exc), "failure"
         if self._turns < max_turns:
             self._call("finish", {"status": status, "summary": summary[:2000]})
-        finish = dict(toolkit.finish_result) if toolkit.finish_result is not None else None
+        finish = dict(self._toolkit.finish_result) if self._toolkit.finish_result is not None else None
         return PlannerResult(
             status=PlannerStatus.FINISHED if finish is not None else PlannerStatus.TURN_LIMIT,
             stop_reason=summary, finish_result=finish, turns=self._turns, transcript=self._transcript,
@@ -133,7 +134,7 @@ class RedCubePickPlanner(Planner):
         top = self._point(blob.row, blob.col)
         yaw = grasp_yaw_rad(self._edge_yaw(blob))
         self.estimates = {"top_xyz_m": top.tolist(), "grasp_yaw_rad": yaw, "blob": blob}
-        x, y, top_z = top
+        x, y, top_z = (float(v) for v in top)
         self._move(x, y, top_z + APPROACH_ABOVE_TOP_M, roll, pitch, yaw)
         self._move(x, y, top_z - GRASP_BELOW_TOP_M)
         grasp = _action_result(self._call("grasp", {"width_m": 0.0, "force_n": 20.0}))
@@ -184,6 +185,21 @@ class RedCubePickPlanner(Planner):
         if result.is_error:
             raise PickFailed(f"{tool} failed: {result.error}")
         return result
+
+
+class _ToolsOnly:
+    """The toolkit as a model sees it: tool calls and their results, no way to the robot or simulator."""
+
+    def __init__(self, toolkit: Toolkit) -> None:
+        self._execute = toolkit.execute_tool
+        self._finish_result = lambda: toolkit.finish_result
+
+    def execute_tool(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        return self._execute(name, arguments)
+
+    @property
+    def finish_result(self) -> dict[str, Any] | None:
+        return self._finish_result()
 
 
 def _action_result(result: ToolResult) -> dict[str, Any]:
