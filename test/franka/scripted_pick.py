@@ -90,7 +90,7 @@ class RedCubePickPlanner(Planner):
     name = "scripted_pick"
 
     def __init__(self, **_options: Any) -> None:
-        self.estimates: dict[str, Any] = {}  # what the planner inferred, for the test to compare
+        """Options of the model planners (model, base_url, ...) mean nothing to a script."""
 
     def solve(
         self,
@@ -133,7 +133,6 @@ class RedCubePickPlanner(Planner):
             raise PickFailed("no red region in the top camera's picture")
         top = self._point(blob.row, blob.col)
         yaw = grasp_yaw_rad(self._edge_yaw(blob))
-        self.estimates = {"top_xyz_m": top.tolist(), "grasp_yaw_rad": yaw, "blob": blob}
         x, y, top_z = (float(v) for v in top)
         self._move(x, y, top_z + APPROACH_ABOVE_TOP_M, roll, pitch, yaw)
         self._move(x, y, top_z - GRASP_BELOW_TOP_M)
