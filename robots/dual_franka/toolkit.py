@@ -8,3 +8,7 @@ from robots.franka.toolkit import FrankaToolkit
 
 class DualFrankaToolkit(FrankaToolkit):
     tools = DUAL_FRANKA_TOOLS
+
+
+# The dual scene's cameras, in image order: the fixed ones, then each arm's wrist camera.
+DUAL_SIM_IMAGE_ORDER = ["front", "top", "left_wrist", "right_wrist"]

@@ -10,12 +10,16 @@ from robots.franka import actions, tools
 from robots.franka.actions import (
     Angle,
     AngleStep,
+    CameraName,
     Coordinate,
     Force,
     Joints,
     Offset,
+    PixelIndex,
     Quaternion,
+    Radius,
     SpeedFactor,
+    Step,
     Width,
 )
 from robots.franka.motion import execute, plan_offset, plan_pose, target_pose
@@ -218,7 +222,39 @@ def get_state(*, ctx: ToolContext[FrankaRuntime]) -> dict[str, Any]:
     return {"arms": actions.arm_states(ctx.robot)}
 
 
+@tool
+@readonly
+def back_project(
+    arm: ArmName,
+    camera: CameraName,
+    row: PixelIndex,
+    col: PixelIndex,
+    step: Step = -1,
+    radius: Radius = 6,
+    *,
+    ctx: ToolContext[FrankaRuntime],
+) -> dict[str, Any]:
+    """Turn a pixel of an image you were shown into a 3-D point in one arm's base frame.
+
+    Pick the pixel in the image exactly as shown (row 0 is the top edge, col 0 the left edge; the
+    image is `width` x `height` pixels as listed in `cameras`), e.g. the centre of an object's top
+    face. The depth is the median of the surface around that pixel within `radius` pixels, so a
+    pixel a little off an edge or on a noisy reading still lands on the object. Returns `xyz_m`
+    [x, y, z] in metres in `frame`, the base frame of `arm` (what move_to for that arm takes), and
+    `depth_m` (distance from the camera). Works only for cameras listed with back_project true.
+
+    Args:
+        arm: Whose base frame the point is given in (the arm that will move there).
+        camera: Camera name, as listed in `cameras`.
+        row: Pixel row, from 0 at the top of the image.
+        col: Pixel column, from 0 at the left of the image.
+        step: The `step` listed with that image (the id of the call that returned it); -1 for that camera's latest image.
+        radius: Half-size in pixels of the window the depth is read from (0: the pixel alone).
+    """
+    return actions.back_project(ctx, arm, camera, row, col, step, radius)
+
+
 DUAL_FRANKA_TOOLS = [
     move_to, move_by, move_both_to, move_both_by, move_joints, home, open_gripper, move_gripper, grasp,
-    get_state, tools.capture_images, tools.recover, tools.stop, tools.finish,
+    get_state, tools.capture_images, back_project, tools.recover, tools.stop, tools.finish,
 ]  # fmt: skip

@@ -9,8 +9,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated, Any
 
+import numpy as np
 from pydantic import Field
 
+from robots.franka.back_projection import NoDepth, point_in_camera, robust_depth, to_frame
+from robots.franka.camera_mount import base_frame_name
+from robots.franka.frame_store import FrameStore
 from robots.franka.motion import (
     GRIPPER_TIMEOUT_S,
     execute,
@@ -21,6 +25,7 @@ from robots.franka.motion import (
     target_pose,
 )
 from robots.franka.runtime import FrankaRuntime
+from rpent.runtime.camera import capture_frame
 from rpent.tools import ToolContext, ToolResult
 from rpent.tools.images import encode_png
 
@@ -35,6 +40,13 @@ Quaternion = Annotated[list[float], Field(min_length=4, max_length=4)]
 Joints = Annotated[list[float], Field(min_length=7, max_length=7)]
 Width = Annotated[float, Field(ge=0.0, le=0.08)]
 Force = Annotated[float, Field(gt=0.0, le=140.0)]
+CameraName = Annotated[str, Field(min_length=1, max_length=64)]
+PixelIndex = Annotated[int, Field(ge=0, le=8191)]
+Step = Annotated[int, Field(ge=-1)]
+Radius = Annotated[int, Field(ge=0, le=40)]
+
+# Where FrankaToolkit keeps the run's FrameStore in the toolkit state.
+FRAMES_STATE_KEY = "franka.frames"
 
 Ctx = ToolContext[FrankaRuntime]
 
@@ -114,18 +126,80 @@ def arm_states(runtime: FrankaRuntime) -> dict[str, Any]:
     return arms
 
 
-def capture_pngs(runtime: FrankaRuntime) -> tuple[list[str], list[bytes]]:
-    """One PNG per camera, in the runtime's camera order."""
-    names, pngs = [], []
-    for cam in runtime.cameras:
-        pngs.append(encode_png(cam.capture()))
-        names.append(cam.name)
-    return names, pngs
+def frame_store(state: dict[str, Any]) -> FrameStore:
+    """The run's store of observation frames (FrankaToolkit puts one there; a bare context gets one)."""
+    store = state.get(FRAMES_STATE_KEY)
+    if store is None:
+        store = state.setdefault(FRAMES_STATE_KEY, FrameStore())
+    return store
+
+
+def observe_cameras(
+    runtime: FrankaRuntime, store: FrameStore, step: int, tool: str, first_image_index: int = 0
+) -> tuple[list[dict[str, Any]], list[bytes]]:
+    """One frame per camera, in the runtime's camera order: its description (name, size, depth,
+    back_project, step) and the PNG of exactly those pixels; depth and pose kept in `store`."""
+    frames = [capture_frame(cam) for cam in runtime.cameras]
+    pngs = [encode_png(frame.rgb) for frame in frames]
+    return store.record(step, tool, frames, first_image_index), pngs
 
 
 def capture_images(ctx: Ctx) -> ToolResult:
-    names, pngs = capture_pngs(ctx.robot)
-    return ToolResult(data={"cameras": names}, images=pngs)
+    cameras, pngs = observe_cameras(ctx.robot, frame_store(ctx.state), ctx.call_id, ctx.tool_name)
+    return ToolResult(data={"cameras": cameras}, images=pngs)
+
+
+class BackProjectError(ValueError):
+    """back_project cannot place this pixel; the message names why."""
+
+
+def back_project(ctx: Ctx, arm_name: str | None, camera: str, row: int, col: int, step: int, radius: int) -> dict[str, Any]:
+    """The base-frame point under pixel (row, col) of the image `camera` gave at `step`."""
+    arm = ctx.robot.arm(arm_name).name  # the frame the point is given in
+    known = [cam.name for cam in ctx.robot.cameras]
+    if camera not in known:
+        raise BackProjectError(f"camera: unknown camera {camera!r}; cameras: {known}")
+    try:
+        frame = frame_store(ctx.state).get(camera, step)
+    except KeyError as exc:
+        raise BackProjectError(exc.args[0]) from None
+    where = f"camera {camera!r} at step {frame.step}"
+    if frame.depth_m is None:
+        raise BackProjectError(f"{where}: no depth for this camera (colour only), so its pixels cannot be placed; use a depth camera's image")
+    if not (0 <= row < frame.height and 0 <= col < frame.width):
+        raise BackProjectError(
+            f"pixel (row {row}, col {col}) is outside the {frame.width} x {frame.height} image of {where}"
+            f" (row 0..{frame.height - 1}, col 0..{frame.width - 1})"
+        )
+    if frame.intrinsics is None or frame.T_base_camera is None:
+        missing = "intrinsics" if frame.intrinsics is None else "pose (T_base_camera or T_flange_camera in the config)"
+        raise BackProjectError(f"{where}: uncalibrated camera, its {missing} is unknown (run rpent calibrate)")
+    try:
+        estimate = robust_depth(frame.depth_m, row, col, radius)
+    except NoDepth:
+        raise BackProjectError(
+            f"{where}: no valid depth within {radius} pixels of (row {row}, col {col}); try a larger radius or a pixel on a surface"
+        ) from None
+    point = to_frame(frame.T_base_camera, point_in_camera(frame.intrinsics, row, col, estimate.depth_m))
+    point = point + _frame_offset(ctx.robot, frame.base_frame, arm)
+    return {
+        "xyz_m": [round(float(v), 4) for v in point],
+        "frame": base_frame_name(arm),
+        "camera": camera,
+        "step": frame.step,
+        "depth_m": round(estimate.depth_m, 4),
+        "calibrated": True,
+    }
+
+
+def _frame_offset(runtime: FrankaRuntime, base_frame: str, arm: str) -> np.ndarray:
+    """Add to a point in `base_frame` (some arm's base) to have it in `arm`'s base (arms stand unrotated)."""
+    if base_frame == base_frame_name(arm):
+        return np.zeros(3)
+    source = next((n for n in runtime.arm_configs if base_frame_name(n) == base_frame), None)
+    if source is None:
+        raise BackProjectError(f"the camera's pose is in frame {base_frame!r}, which is no arm's base frame")
+    return np.asarray(runtime.arm_configs[source].base_xyz_m, float) - np.asarray(runtime.arm_configs[arm].base_xyz_m, float)
 
 
 def recover(ctx: Ctx) -> dict[str, Any]:

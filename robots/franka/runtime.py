@@ -7,11 +7,13 @@ franky clients at it; without `sim` they connect to the hosts in the config.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from robots.franka.cameras import MujocoCamera, OpenCVCamera
-from robots.franka.config import ArmConfig, FrankaConfig
+from robots.franka.camera_mount import CameraMount
+from robots.franka.cameras import MujocoCamera, OpenCVCamera, configured_intrinsics
+from robots.franka.config import ArmConfig, CameraConfig, FrankaConfig
 from robots.franka.connect import RobotLink
 from robots.franka.franky_arm import FrankyArm
 from robots.franka.franky_gripper import FrankyGripper
@@ -95,6 +97,51 @@ def _quietly(fn: object) -> None:
         log.exception("closing %r failed", fn)
 
 
+def sim_cameras_of(simulator: FrankaSim, config: FrankaConfig, arm_names: list[str]) -> list[Camera]:
+    """The simulated cameras, fixed ones first, then the wrist cameras; a config entry of the same
+    name may override a camera's intrinsics or transform (its device settings do not apply)."""
+    names = [c.name for c in simulator.scene.cameras] + [c.name for c in simulator.scene.wrist_cameras]
+    cameras: list[Camera] = []
+    try:
+        for name in names:
+            cameras.append(
+                MujocoCamera(
+                    simulator, name, config.sim_camera_width, config.sim_camera_height,
+                    arm_names=arm_names, config=config.camera(name),
+                )
+            )
+    except BaseException:
+        for cam in cameras:
+            _quietly(cam.close)
+        raise
+    return cameras
+
+
+def device_camera(cam: CameraConfig, runtime: FrankaRuntime) -> Camera:
+    """A real camera from its config, with its calibration: intrinsics and its mount on an arm."""
+    arm = cam.arm or next(iter(runtime.arm_configs))
+    mount = CameraMount(cam.mount, arm, cam.transform())
+    intrinsics = configured_intrinsics(cam)
+    if cam.kind == "realsense":
+        try:
+            from robots.franka.realsense import RealSenseCamera
+        except ImportError as exc:
+            raise RuntimeFault(f"camera {cam.name}: kind realsense is not available ({exc})") from None
+        return RealSenseCamera(
+            cam.name, cam.serial, cam.width, cam.height, cam.fps,
+            intrinsics=intrinsics, mount=mount, joints=_joints_of(runtime, arm),
+        )
+    return OpenCVCamera(
+        cam.name, cam.device, cam.width, cam.height, cam.fps,
+        intrinsics=intrinsics, mount=mount, joints=_joints_of(runtime, arm),
+    )
+
+
+def _joints_of(runtime: FrankaRuntime, arm: str) -> Callable[[], Sequence[float]]:
+    """The measured joints of `arm`, read when a wrist camera takes a picture (arms connect first)."""
+    return lambda: runtime.arms[arm].state().joints
+
+
 def build_runtime(
     config: FrankaConfig,
     *,
@@ -169,13 +216,9 @@ def build_runtime(
                     link=link,
                 )
         if simulator is not None and sim_cameras:
-            for cam in simulator.scene.cameras:
-                runtime.cameras.append(
-                    MujocoCamera(simulator, cam.name, config.sim_camera_width, config.sim_camera_height)
-                )
+            runtime.cameras.extend(sim_cameras_of(simulator, config, [cfg.name for cfg in arm_cfgs]))
         elif simulator is None:
-            for cam in config.cameras:
-                runtime.cameras.append(OpenCVCamera(cam.name, cam.device, cam.width, cam.height, cam.fps))
+            runtime.cameras.extend(device_camera(cam, runtime) for cam in config.cameras)
     except BaseException:
         runtime.close()
         raise

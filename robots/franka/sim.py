@@ -57,6 +57,22 @@ class SimCamera:
     fovy_deg: float = 50.0
 
 
+@dataclass(frozen=True)
+class SimWristCamera:
+    """A camera on arm `arm_index`'s hand, looking from `position` at `target` (both in the hand frame:
+    z along the approach axis, fingers closing along y).
+
+    The default sits beside the hand housing, like a RealSense D405 on a bracket, and looks past the
+    fingertips at the ground ~0.2 m beyond them, so it sees what the gripper is about to grasp.
+    """
+
+    name: str
+    arm_index: int = 0
+    position: Vec3 = (0.065, 0.0, 0.03)
+    target: Vec3 = (0.0, 0.0, 0.30)
+    fovy_deg: float = 60.0
+
+
 TABLE_TOP_Z_M = 0.20
 SWITCH_INTERVAL_S = 0.0005
 
@@ -83,21 +99,27 @@ class SimScene:
         SimCamera("top", (0.55, 0.0, 1.45), (0.55, 0.0, 0.2), fovy_deg=45.0),
     )
     seed: int | None = None
+    wrist_cameras: tuple[SimWristCamera, ...] = (SimWristCamera("wrist", 0),)
 
     @classmethod
     def dual(cls, spacing_m: float = 0.5) -> SimScene:
         half = spacing_m / 2
-        return cls(arm_positions=((0.0, half, 0.0), (0.0, -half, 0.0)), table_half_size_xy=(0.25, 0.6))
+        return cls(
+            arm_positions=((0.0, half, 0.0), (0.0, -half, 0.0)),
+            table_half_size_xy=(0.25, 0.6),
+            wrist_cameras=(SimWristCamera("left_wrist", 0), SimWristCamera("right_wrist", 1)),
+        )
 
 
 def _fmt(values: Iterable[float]) -> str:
     return " ".join(f"{v:.6g}" for v in values)
 
 
-def _camera_xyaxes(position: Vec3, target: Vec3) -> str:
+def _camera_xyaxes(position: Vec3, target: Vec3, up: Vec3 = (0.0, 0.0, 1.0)) -> str:
+    """MJCF xyaxes of a camera at `position` looking at `target` with `up` pointing up in its image."""
     forward = np.asarray(target, float) - np.asarray(position, float)
     forward /= np.linalg.norm(forward)
-    up = np.array([0.0, 0.0, 1.0])
+    up = np.asarray(up, float)
     right = np.cross(forward, up)
     if np.linalg.norm(right) < 1e-6:  # looking straight down: pick +y as "up" in the image
         right = np.cross(forward, np.array([-1.0, 0.0, 0.0]))
@@ -203,6 +225,20 @@ class FrankaSim:
                 xyaxes=_camera_xyaxes(cam.position, cam.target),
                 fovy=f"{cam.fovy_deg}",
             )
+        hands = {b.get("name"): b for b in wb.iter("body")}
+        for cam in s.wrist_cameras:
+            hand = hands.get(f"robot{cam.arm_index}_hand")
+            if hand is None:
+                raise ValueError(f"wrist camera {cam.name!r}: no arm {cam.arm_index} in the scene")
+            # Image "up" is the hand's +x, away from the fingers: they appear at the bottom edge of the picture.
+            ET.SubElement(
+                hand,
+                "camera",
+                name=cam.name,
+                pos=_fmt(cam.position),
+                xyaxes=_camera_xyaxes(cam.position, cam.target, up=(1.0, 0.0, 0.0)),
+                fovy=f"{cam.fovy_deg}",
+            )
         return sim
 
     def start(self) -> FrankaSim:
@@ -288,6 +324,29 @@ class FrankaSim:
         pose[:3, 3] = position + rotation[:, 2] * 0.1034 - self.arm_position(arm_index)
         return pose
 
+    def arm_joints(self, arm_index: int = 0) -> np.ndarray:
+        """Arm `arm_index`'s seven joint angles as simulated (what franky reports as measured q)."""
+        with self.lock:
+            return self._sim.data.qpos[self._arm_qpos_addresses(arm_index)].copy()
+
+    def _arm_qpos_addresses(self, arm_index: int) -> list[int]:
+        model = self._sim.model
+        ids = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, f"robot{arm_index}_fr3_joint{i}") for i in range(1, 8)]
+        if min(ids) < 0:
+            raise KeyError(f"no arm {arm_index} in the simulated scene")
+        return [int(model.jnt_qposadr[i]) for i in ids]
+
+    def camera_pose_in_arm_frame(self, name: str, arm_index: int = 0) -> np.ndarray:
+        """Ground truth of camera `name`'s optical frame (OpenCV: x right, y down, z forward) in arm
+        `arm_index`'s base frame, as MuJoCo renders it now. 4 x 4."""
+        cam_id = mujoco.mj_name2id(self._sim.model, mujoco.mjtObj.mjOBJ_CAMERA, name)
+        if cam_id < 0:
+            raise KeyError(f"no camera named {name!r} in the simulated scene")
+        with self.lock:
+            pose = mujoco_camera_pose(self._sim.data, cam_id)
+        pose[:3, 3] -= self.arm_position(arm_index)
+        return pose
+
     def arm_position(self, index: int) -> np.ndarray:
         return np.asarray(self.scene.arm_positions[index], float)
 
@@ -310,6 +369,60 @@ class FrankaSim:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+# A MuJoCo camera looks along its -z with y up; the OpenCV optical frame looks along +z with y down.
+MUJOCO_TO_OPTICAL = np.diag([1.0, -1.0, -1.0, 1.0])
+
+
+def mujoco_camera_pose(data: Any, cam_id: int) -> np.ndarray:
+    """World pose (4 x 4) of a MuJoCo camera's optical frame, OpenCV convention, from `data`."""
+    pose = np.eye(4)
+    pose[:3, :3] = data.cam_xmat[cam_id].reshape(3, 3)
+    pose[:3, 3] = data.cam_xpos[cam_id]
+    return pose @ MUJOCO_TO_OPTICAL
+
+
+def _body_in_parent(model: Any, body_id: int) -> np.ndarray:
+    pose = np.eye(4)
+    rotation = np.zeros(9)
+    mujoco.mju_quat2Mat(rotation, model.body_quat[body_id])
+    pose[:3, :3] = rotation.reshape(3, 3)
+    pose[:3, 3] = model.body_pos[body_id]
+    return pose
+
+
+def wrist_camera_on_flange(model: Any, name: str) -> tuple[int, np.ndarray]:
+    """(arm index, T_flange_camera) of a camera carried by an arm, from the model's own geometry:
+    the camera in its body, the bodies up to the arm's link7, and link7 -> flange of the FR3 chain."""
+    from robots.franka.kinematics import LINK7_TO_FLANGE
+
+    cam_id = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, name)
+    if cam_id < 0:
+        raise KeyError(f"no camera named {name!r} in the simulated scene")
+    rotation = np.zeros(9)
+    mujoco.mju_quat2Mat(rotation, model.cam_quat[cam_id])
+    pose = np.eye(4)
+    pose[:3, :3] = rotation.reshape(3, 3)
+    pose[:3, 3] = model.cam_pos[cam_id]
+    pose = pose @ MUJOCO_TO_OPTICAL
+    body = int(model.cam_bodyid[cam_id])
+    while body > 0:
+        body_name = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, body) or ""
+        if body_name.startswith("robot") and body_name.endswith("_fr3_link7"):
+            arm_index = int(body_name[len("robot") : -len("_fr3_link7")])
+            return arm_index, np.linalg.inv(LINK7_TO_FLANGE) @ pose
+        pose = _body_in_parent(model, body) @ pose
+        body = int(model.body_parentid[body])
+    raise KeyError(f"camera {name!r} is not carried by an arm")
+
+
+def scene_model(scene: SimScene | None = None) -> tuple[Any, Any]:
+    """The scene's MuJoCo (model, data) with no servers and no stepping: for geometry checks and
+    benches that pose the arms themselves (set qpos, then mujoco.mj_forward)."""
+    sim = FrankaSim(scene)._build()
+    sim.start()
+    return sim.model, sim.data
 
 
 def main(argv: list[str] | None = None) -> None:

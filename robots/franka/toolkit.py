@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from robots.franka import actions, scene_record
+from robots.franka.frame_store import DEPTH_FOLDER, FrameStore
 from robots.franka.runtime import FrankaRuntime
 from robots.franka.tools import FRANKA_TOOLS
 from rpent.tools import Command, Toolkit, ToolResult
@@ -20,6 +21,11 @@ class FrankaToolkit(Toolkit):
     def __init__(self, *, target_object: str = "cube", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.target_object = target_object
+        # Depth and camera poses of every observation, for back_project; on disk beside images/ with
+        # the same (segment-aware) names, so a resumed run's files never collide.
+        depth_folder = self.output_dir / DEPTH_FOLDER if self.output_dir is not None else None
+        file_name = self.segment.name if self.segment is not None else (lambda name: name)
+        self.state[actions.FRAMES_STATE_KEY] = FrameStore(depth_folder, file_name)
         # The task starts now (a dashboard session runs several tasks on one simulator).
         self._scene_at_start = self._object_poses()
 
@@ -36,8 +42,10 @@ class FrankaToolkit(Toolkit):
             # A cancelled call returns at once; pictures come with the next call.
             observation["cameras"] = []
             return observation, []
-        names, pngs = actions.capture_pngs(self.robot)
-        observation["cameras"] = names
+        cameras, pngs = actions.observe_cameras(
+            self.robot, actions.frame_store(self.state), command.call_id, command.name, command.image_offset
+        )
+        observation["cameras"] = cameras
         return observation, pngs
 
     def _object_poses(self) -> dict[str, Any] | None:
@@ -77,11 +85,16 @@ RESULT_FIELDS: dict[str, list[str]] = {
     "grasp": ["arm", "grasped", "width_m"],
     "get_state": ["arms"],
     "capture_images": ["cameras"],
+    "back_project": ["calibrated", "camera", "depth_m", "frame", "step", "xyz_m"],
     "recover": ["recovered"],
     "stop": ["stopped"],
     "finish": ["status", "summary"],
 }
 OBSERVATION_FIELDS = ["action", "action_result", "arms", "cameras", "elapsed_s"]
+# Each entry of `cameras` (observations and capture_images) describes one image, in image order.
+CAMERA_ENTRY_FIELDS = ["back_project", "depth", "height", "name", "step", "width"]
 # Images of an observation or of capture_images: one PNG per camera, in this order (sim cameras;
-# on hardware, the order of `cameras` in the config). Saved as images/<call id>_<tool>_<index>.png.
-SIM_IMAGE_ORDER = ["front", "top"]
+# on hardware, the order of `cameras` in the config), at the camera's full resolution, uncropped.
+# Saved as images/<call id>_<tool>_<index>.png; a depth camera's depth and pose beside it as
+# depth/<call id>_<tool>_<index>.npz (segment N of a resumed run: <name>-N.png / .npz).
+SIM_IMAGE_ORDER = ["front", "top", "wrist"]

@@ -10,12 +10,16 @@ from robots.franka import actions
 from robots.franka.actions import (
     Angle,
     AngleStep,
+    CameraName,
     Coordinate,
     Force,
     Joints,
     Offset,
+    PixelIndex,
     Quaternion,
+    Radius,
     SpeedFactor,
+    Step,
     Width,
 )
 from robots.franka.runtime import FrankaRuntime
@@ -144,8 +148,43 @@ def get_state(*, ctx: ToolContext[FrankaRuntime]) -> dict[str, Any]:
 @tool
 @readonly
 def capture_images(*, ctx: ToolContext[FrankaRuntime]) -> ToolResult:
-    """Take one picture with every camera (the list `cameras` gives their order)."""
+    """Take one picture with every camera.
+
+    The images come in the order of `cameras`; each entry names the camera, its image size in
+    pixels, whether it has depth, whether back_project can place its pixels, and the image's
+    `step` (this call's id) to pass to back_project.
+    """
     return actions.capture_images(ctx)
+
+
+@tool
+@readonly
+def back_project(
+    camera: CameraName,
+    row: PixelIndex,
+    col: PixelIndex,
+    step: Step = -1,
+    radius: Radius = 6,
+    *,
+    ctx: ToolContext[FrankaRuntime],
+) -> dict[str, Any]:
+    """Turn a pixel of an image you were shown into a 3-D point in the robot base frame.
+
+    Pick the pixel in the image exactly as shown (row 0 is the top edge, col 0 the left edge; the
+    image is `width` x `height` pixels as listed in `cameras`), e.g. the centre of an object's top
+    face. The depth is the median of the surface around that pixel within `radius` pixels, so a
+    pixel a little off an edge or on a noisy reading still lands on the object. Returns `xyz_m`
+    [x, y, z] in metres in `frame` (the base frame move_to uses) and `depth_m` (distance from the
+    camera). Works only for cameras listed with back_project true.
+
+    Args:
+        camera: Camera name, as listed in `cameras`.
+        row: Pixel row, from 0 at the top of the image.
+        col: Pixel column, from 0 at the left of the image.
+        step: The `step` listed with that image (the id of the call that returned it); -1 for that camera's latest image.
+        radius: Half-size in pixels of the window the depth is read from (0: the pixel alone).
+    """
+    return actions.back_project(ctx, None, camera, row, col, step, radius)
 
 
 @tool
@@ -178,5 +217,5 @@ def finish(
 
 FRANKA_TOOLS = [
     move_to, move_by, move_joints, home, open_gripper, move_gripper, grasp,
-    get_state, capture_images, recover, stop, finish,
+    get_state, capture_images, back_project, recover, stop, finish,
 ]  # fmt: skip

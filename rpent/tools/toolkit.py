@@ -38,6 +38,10 @@ class Command:
 
     name: str
     arguments: dict[str, Any]
+    #: The call's id: results show it, and images are saved under it (images/<call_id:05d>_<tool>_<index>.png).
+    call_id: int = 0
+    #: How many images the tool's own result carries; observation images are numbered after them.
+    image_offset: int = 0
 
 
 class Toolkit:
@@ -486,7 +490,7 @@ class Toolkit:
     def _capture(self, call: ToolCall, kwargs: dict[str, Any], result: ToolResult, elapsed: float) -> ToolResult:
         try:
             data, images = self._capture_observation(
-                command=Command(call.name, kwargs), result=result, elapsed_s=elapsed
+                command=Command(call.name, kwargs, call.id, len(result.images)), result=result, elapsed_s=elapsed
             )
         except Exception as exc:
             log.warning("observation after %s failed: %s", call.name, exc, exc_info=True)

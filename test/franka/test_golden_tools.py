@@ -12,8 +12,14 @@ import os
 from pathlib import Path
 from typing import Any
 
-from robots.dual_franka.toolkit import DualFrankaToolkit
-from robots.franka.toolkit import OBSERVATION_FIELDS, RESULT_FIELDS, SIM_IMAGE_ORDER, FrankaToolkit
+from robots.dual_franka.toolkit import DUAL_SIM_IMAGE_ORDER, DualFrankaToolkit
+from robots.franka.toolkit import (
+    CAMERA_ENTRY_FIELDS,
+    OBSERVATION_FIELDS,
+    RESULT_FIELDS,
+    SIM_IMAGE_ORDER,
+    FrankaToolkit,
+)
 
 BASELINE = Path(__file__).parent / "golden" / "franka_tools.json"
 ALLOWED_CHANGES: set[str] = set()
@@ -21,7 +27,8 @@ ALLOWED_CHANGES: set[str] = set()
 
 def _contract() -> dict[str, Any]:
     contract: dict[str, Any] = {}
-    for key, kit in (("franka", FrankaToolkit), ("dual_franka", DualFrankaToolkit)):
+    kits = (("franka", FrankaToolkit, SIM_IMAGE_ORDER), ("dual_franka", DualFrankaToolkit, DUAL_SIM_IMAGE_ORDER))
+    for key, kit, image_order in kits:
         contract[key] = {
             "tools": {
                 t.name: {
@@ -33,8 +40,10 @@ def _contract() -> dict[str, Any]:
                 for t in kit.tools
             },
             "observation_fields": OBSERVATION_FIELDS,
-            "image_order": SIM_IMAGE_ORDER,
+            "camera_entry_fields": CAMERA_ENTRY_FIELDS,
+            "image_order": image_order,
             "image_path_pattern": "images/<call_id:05d>_<tool>_<index>.png",
+            "depth_path_pattern": "depth/<call_id:05d>_<tool>_<index>.npz",
         }
     return json.loads(json.dumps(contract))
 

@@ -38,7 +38,7 @@ def test_runtime_parts_satisfy_the_protocols(sim_runtime: FrankaRuntime) -> None
     assert isinstance(sim_runtime.arm(), Arm)
     assert isinstance(sim_runtime.gripper(), Gripper)
     assert all(isinstance(c, Camera) for c in sim_runtime.cameras)
-    assert [c.name for c in sim_runtime.cameras] == ["front", "top"]
+    assert [c.name for c in sim_runtime.cameras] == ["front", "top", "wrist"]
 
 
 def test_absolute_cartesian_move_reaches_target(sim_runtime: FrankaRuntime) -> None:

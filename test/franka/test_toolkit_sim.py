@@ -49,9 +49,13 @@ def test_get_state_reports_pose_joints_and_gripper(toolkit: FrankaToolkit) -> No
 
 def test_capture_images_returns_one_png_per_camera_in_order(toolkit: FrankaToolkit) -> None:
     result = toolkit.execute_tool("capture_images", {})
-    assert _ok(result) == {"cameras": ["front", "top"]}
-    assert [decode_png(png).shape for png in result.images] == [(240, 320, 3), (240, 320, 3)]
-    assert [Path(p).name.split("_", 1)[1] for p in result.image_paths] == ["capture_images_0.png", "capture_images_1.png"]
+    step = int(Path(result.image_paths[0]).name.split("_", 1)[0])  # the call id the images are saved under
+    assert _ok(result) == {"cameras": [
+        {"name": name, "width": 320, "height": 240, "depth": True, "back_project": True, "step": step}
+        for name in ("front", "top", "wrist")
+    ]}  # fmt: skip
+    assert [decode_png(png).shape for png in result.images] == [(240, 320, 3)] * 3
+    assert [Path(p).name.split("_", 1)[1] for p in result.image_paths] == [f"capture_images_{i}.png" for i in range(3)]
     assert all(Path(p).is_file() for p in result.image_paths)
 
 
@@ -70,7 +74,8 @@ def test_every_tool_returns_its_declared_fields(toolkit: FrankaToolkit) -> None:
         else:
             assert sorted(data) == OBSERVATION_FIELDS, name
             assert sorted(data["action_result"]) == RESULT_FIELDS[name], name
-            assert data["cameras"] == SIM_IMAGE_ORDER and len(result.images) == 2, name
+            assert [c["name"] for c in data["cameras"]] == SIM_IMAGE_ORDER, name
+            assert len(result.images) == len(SIM_IMAGE_ORDER), name
 
 
 def test_move_by_reaches_target_and_observation_follows(toolkit: FrankaToolkit, sim_runtime) -> None:
@@ -82,7 +87,7 @@ def test_move_by_reaches_target_and_observation_follows(toolkit: FrankaToolkit, 
     assert data["action_result"]["position_error_m"] < POS_TOL_M
     expected = np.add(start.position, (0.0, 0.02, -0.04))
     assert data["arms"]["arm"]["ee_pose"]["position"] == pytest.approx(expected, abs=POS_TOL_M)
-    assert data["cameras"] == ["front", "top"] and len(result.images) == 2
+    assert [c["name"] for c in data["cameras"]] == ["front", "top", "wrist"] and len(result.images) == 3
 
 
 def test_move_to_with_orientation(toolkit: FrankaToolkit, sim_runtime) -> None:
