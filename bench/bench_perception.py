@@ -28,14 +28,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import mujoco  # noqa: E402
+import mujoco
 
-from robots.franka.back_projection import robust_depth  # noqa: E402
-from robots.franka.camera_mount import fovy_intrinsics  # noqa: E402
-from robots.franka.config import FrankaConfig  # noqa: E402
-from robots.franka.runtime import build_runtime  # noqa: E402
-from robots.franka.sim import mujoco_camera_pose  # noqa: E402
-from robots.franka.toolkit import FrankaToolkit  # noqa: E402
+from robots.franka.back_projection import robust_depth
+from robots.franka.camera_mount import fovy_intrinsics
+from robots.franka.config import FrankaConfig
+from robots.franka.runtime import build_runtime
+from robots.franka.sim import mujoco_camera_pose
+from robots.franka.toolkit import FrankaToolkit
 
 VISIBLE_GROUPS = np.array([1, 1, 1, 0, 0, 0], dtype=np.uint8)  # what the renderer draws by default
 # Arm poses the wrist camera looks from: home, and lower over the table to one side.

@@ -106,7 +106,7 @@ def test_an_observation_lists_its_cameras_with_the_call_id_as_step(kit: FrankaTo
     assert result.error is None, result.error
     cameras = result.data["cameras"]
     step = cameras[0]["step"]
-    assert [Path(p).name for p in result.image_paths][0] == f"{step:05d}_recover_0.png"
+    assert Path(result.image_paths[0]).name == f"{step:05d}_recover_0.png"
     assert kit.execute_tool("back_project", {"camera": "depthcam", "row": 30, "col": 40, "step": step}).data["step"] == step
 
 

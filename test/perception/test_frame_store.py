@@ -61,7 +61,17 @@ def test_a_depth_file_is_never_replaced(tmp_path: Path) -> None:
     FrameStore(folder).record(1, "move_to", [_frame("front", 1.0)])
     with pytest.raises(FileExistsError):
         FrameStore(folder).record(1, "move_to", [_frame("front", 2.0)])
-    assert float(np.load(folder / "00001_move_to_0.npz")["depth_m"][0, 0]) == 1.0
+    assert int(np.load(folder / "00001_move_to_0.npz")["depth"][0, 0]) == 10000  # 0.1 mm units
+
+
+def test_depth_on_disk_keeps_a_tenth_of_a_millimetre_and_no_reading_stays_none(tmp_path: Path) -> None:
+    depth = np.array([[0.0, np.nan, 0.12345, 1.23456, 7.0, -1.0]], np.float32)
+    frame = CameraFrame("front", np.zeros((1, 6, 3), np.uint8), depth, Intrinsics(6, 1, 5.0, 5.0, 2.5, 0.0))
+    store = FrameStore(tmp_path / "depth", keep=1)
+    store.record(1, "move_to", [frame])
+    store.record(2, "move_to", [frame])
+    back = store.get("front", 1).depth_m
+    assert back[0].tolist() == pytest.approx([0.0, 0.0, 0.1235, 1.2346, 0.0, 0.0], abs=1e-6)
 
 
 def test_without_a_folder_an_evicted_step_says_it_is_gone() -> None:
