@@ -131,6 +131,8 @@ def sim_camera_mount(
         raise RuntimeFault(f"camera {camera!r} is not in the simulated scene")
     if int(model.cam_bodyid[cam_id]) != 0:
         arm_index, on_flange = wrist_camera_on_flange(model, camera)
+        if arm_index >= len(arm_names):
+            raise ValueError(f"camera {camera!r} is on arm {arm_index}'s hand, but only {list(arm_names)} are named")
         if config is not None and config.mount != "wrist":
             raise ValueError(f"cameras: {camera!r} is on arm {arm_names[arm_index]!r}'s hand in the simulator: mount: wrist")
         override = config.transform() if config is not None else None

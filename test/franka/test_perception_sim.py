@@ -110,6 +110,32 @@ def test_a_step_keeps_the_wrist_view_it_was_taken_with_after_the_arm_moved(toolk
     assert (image.parent.parent / "depth" / f"{image.stem}.npz").is_file()
 
 
+def test_dual_wrist_cameras_ride_their_own_arms_and_points_come_in_the_chosen_frame() -> None:
+    from robots.dual_franka.toolkit import DUAL_SIM_IMAGE_ORDER, DualFrankaToolkit
+    from robots.franka.config import ArmConfig, FrankaConfig
+    from robots.franka.runtime import build_runtime
+
+    config = FrankaConfig(arms=[ArmConfig(name="left"), ArmConfig(name="right")])
+    runtime = build_runtime(config, sim=True)
+    kit = DualFrankaToolkit(robot=runtime)
+    try:
+        cameras = _ok(kit.execute_tool("capture_images", {}))["cameras"]
+        assert [c["name"] for c in cameras] == DUAL_SIM_IMAGE_ORDER and all(c["back_project"] for c in cameras)
+        for name, arm_index in (("left_wrist", 0), ("right_wrist", 1)):
+            frame = next(c for c in runtime.cameras if c.name == name).capture_frame()
+            truth = runtime.sim.camera_pose_in_arm_frame(name, arm_index)
+            assert frame.base_frame == f"{('left', 'right')[arm_index]}_link0"
+            assert np.linalg.norm(frame.T_base_camera[:3, 3] - truth[:3, 3]) < 0.001
+        pixel = {"camera": "front", "row": 150, "col": 160}
+        left = _ok(kit.execute_tool("back_project", {"arm": "left", **pixel}))
+        right = _ok(kit.execute_tool("back_project", {"arm": "right", **pixel}))
+        offset = runtime.sim.arm_position(0) - runtime.sim.arm_position(1)
+        assert np.subtract(right["xyz_m"], left["xyz_m"]) == pytest.approx(offset, abs=2e-4)
+    finally:
+        kit.close(timeout=30)
+        runtime.close()
+
+
 def test_bench_perception_meets_the_accuracy_bounds_per_camera() -> None:
     env = {**os.environ, "MUJOCO_GL": "egl"}
     done = subprocess.run(
