@@ -54,3 +54,39 @@ def test_exhausted_stream_is_a_clear_error(tmp_path: Path) -> None:
             camera.capture()
     finally:
         camera.close()
+
+
+def test_capture_frame_has_no_depth_and_the_configured_calibration(tmp_path: Path) -> None:
+    from robots.franka import kinematics
+    from robots.franka.camera_mount import CameraMount
+    from rpent.runtime.camera import Intrinsics
+
+    video = tmp_path / "red.avi"
+    _write_red_video(video)
+    k = Intrinsics(64, 48, 50.0, 50.0, 31.5, 23.5)
+    on_flange = np.eye(4)
+    on_flange[:3, 3] = (0.05, 0.0, 0.02)
+    joints = (0.1, -0.2, 0.0, -1.8, 0.0, 1.6, 0.7)
+    camera = OpenCVCamera(
+        "hand", str(video), width=64, height=48, intrinsics=k, mount=CameraMount("wrist", "arm", on_flange),
+        joints=lambda: joints,
+    )
+    try:
+        frame = camera.capture_frame()
+        assert frame.depth_m is None and not frame.can_back_project
+        assert frame.intrinsics == k and frame.base_frame == "arm_link0"
+        assert np.allclose(frame.T_base_camera, kinematics.flange_pose(joints) @ on_flange)
+    finally:
+        camera.close()
+
+
+def test_intrinsics_for_another_image_size_are_not_applied(tmp_path: Path) -> None:
+    from rpent.runtime.camera import Intrinsics
+
+    video = tmp_path / "red.avi"
+    _write_red_video(video)
+    camera = OpenCVCamera("front", str(video), width=64, height=48, intrinsics=Intrinsics(640, 480, 500.0, 500.0, 319.5, 239.5))
+    try:
+        assert camera.capture_frame().intrinsics is None
+    finally:
+        camera.close()
