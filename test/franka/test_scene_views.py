@@ -12,7 +12,7 @@ from scripted_pick import SURVEY_XYZ_M, find_red_blob
 
 from robots.franka.config import CONFIG_DIR, HOME_JOINTS_RAD, load_franka_config
 from robots.franka.scene_layout import random_scene
-from robots.franka.sim import FrankaSim, SimScene
+from robots.franka.sim import SimScene, scene_model
 from rpent.runtime.types import Pose
 from rpent.tools.images import encode_png
 
@@ -32,10 +32,8 @@ class _View:
     """The scene's MuJoCo model (no servers, no stepping) with arms and objects posed by hand."""
 
     def __init__(self, scene: SimScene, envelopes: list) -> None:
-        simulator = FrankaSim(scene)._build()
-        simulator.start()
-        self.scene, self.model, self.data = scene, simulator.model, simulator.data
-        self._simulator = simulator  # owns model and data
+        self.scene = scene
+        self.model, self.data = scene_model(scene)
         self.renderer = mujoco.Renderer(self.model, HEIGHT, WIDTH)
         down = (math.pi, 0.0, 0.0)
         self.away = [env.check_cartesian_motion(HOME_JOINTS_RAD, [Pose.from_rpy(SURVEY_XYZ_M, down)])[-1] for env in envelopes]
