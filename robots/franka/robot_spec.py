@@ -116,6 +116,16 @@ class FrankaSpec(RobotSpec):
             runtime.stop_all()
             runtime.close()
 
+    def add_calibrate_args(self, parser: argparse.ArgumentParser) -> None:
+        from robots.franka.calibrate_cli import add_calibrate_args
+
+        add_calibrate_args(parser, self.default_config)
+
+    def calibrate(self, args: argparse.Namespace) -> int:
+        from robots.franka.calibrate_cli import run_calibrate  # OpenCV and SciPy load only to calibrate
+
+        return run_calibrate(args)
+
     def make_toolkit(self, *, runtime_kwargs: dict[str, Any], dashboard_events: DashboardEventSink | None, config: RunConfig) -> Toolkit:
         return self.toolkit_class(
             robot=runtime_kwargs["runtime"],

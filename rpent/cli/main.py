@@ -24,6 +24,7 @@ RPent: let a language model operate a robot through typed, safe, cancellable too
   rpent run --robot toy --planner replay --recipe robots/toy/recipes/red_block_in_bin.jsonl
   rpent run --robot NAME --help         the robot's own flags
   rpent serve-mcp --robot toy [--http --port 8765]   serve a robot's tools over MCP
+  rpent calibrate --robot franka --sim --camera front --auto 12 --write   hand-eye calibration of a camera
 """
 
 
@@ -75,6 +76,15 @@ def build_parser(robot_spec=None) -> argparse.ArgumentParser:
     tools.add_argument("--robot", required=True, help="robot name")
     tools.add_argument("--json", dest="json_out", action="store_true", help="print one JSON list instead of text")
 
+    calibrate = commands.add_parser(
+        "calibrate", help="hand-eye calibration of a robot's camera (--robot NAME --help for its flags)",
+        description="Calibrate where a camera sits: the robot moves through poses (checked like any tool motion), "
+        "sees a calibration board, and solves for the camera's pose; --write stores it in the robot's config.",
+    )
+    calibrate.add_argument("--robot", required=True, help="robot name")
+    if robot_spec is not None:
+        robot_spec.add_calibrate_args(calibrate)
+
     from rpent.mcp.cli import add_serve_mcp_parser  # the parser only; the MCP SDK loads when serving
 
     add_serve_mcp_parser(commands, robot_spec)
@@ -95,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     spec = None
     module = None
     robot_name = _robot_from_argv(argv)
-    if argv[:1] in (["run"], ["serve-mcp"]) and robot_name:
+    if argv[:1] in (["run"], ["serve-mcp"], ["calibrate"]) and robot_name:
         try:
             module = load_robot(robot_name)
             spec = module.get_robot_spec()
@@ -116,6 +126,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         from rpent.mcp.cli import serve_mcp
 
         return serve_mcp(args)
+
+    if args.command == "calibrate":
+        assert spec is not None
+        setup_console(quiet=False, json_logs=False)
+        try:
+            return spec.calibrate(args)
+        except ConfigError as exc:
+            print(f"rpent: error: {exc}", file=sys.stderr)
+            return 2
 
     setup_console(quiet=args.quiet, json_logs=args.json_logs)
     assert module is not None and spec is not None

@@ -178,6 +178,13 @@ class RobotSpec:
     def stop_runtime(self, runtime_kwargs: dict[str, Any]) -> None:
         """Stop what `init_runtime` started; must be safe to call after a partial start."""
 
+    def add_calibrate_args(self, parser: argparse.ArgumentParser) -> None:
+        """Add the flags of `rpent calibrate` for this robot (robots without cameras to calibrate add none)."""
+
+    def calibrate(self, args: argparse.Namespace) -> int:
+        """Calibrate a camera of this robot (`rpent calibrate`); returns the exit status."""
+        raise ConfigError(f"--robot: {self.name} has no camera calibration")
+
 
 def memory_for(config: RunConfig, robot_name: str) -> MemoryManager:
     """The MemoryManager a robot's get_toolkit passes to its toolkit."""
