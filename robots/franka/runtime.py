@@ -117,9 +117,12 @@ def sim_cameras_of(simulator: FrankaSim, config: FrankaConfig, arm_names: list[s
     return cameras
 
 
-def device_camera(cam: CameraConfig, runtime: FrankaRuntime) -> Camera:
-    """A real camera from its config, with its calibration: intrinsics and its mount on an arm."""
-    arm = cam.arm or next(iter(runtime.arm_configs))
+def device_camera(
+    cam: CameraConfig, first_arm: str, joints_of: Callable[[str], Callable[[], Sequence[float]]]
+) -> Camera:
+    """A real camera from its config, with its calibration: intrinsics and its mount on an arm
+    (`cam.arm`, else `first_arm`); `joints_of(arm)` reads that arm's measured joints (wrist cameras)."""
+    arm = cam.arm or first_arm
     mount = CameraMount(cam.mount, arm, cam.transform())
     intrinsics = configured_intrinsics(cam)
     if cam.kind == "realsense":
@@ -129,11 +132,11 @@ def device_camera(cam: CameraConfig, runtime: FrankaRuntime) -> Camera:
             raise RuntimeFault(f"camera {cam.name}: kind realsense is not available ({exc})") from None
         return RealSenseCamera(
             cam.name, cam.serial, cam.width, cam.height, cam.fps,
-            intrinsics=intrinsics, mount=mount, joints=_joints_of(runtime, arm),
+            intrinsics=intrinsics, mount=mount, joints=joints_of(arm),
         )
     return OpenCVCamera(
         cam.name, cam.device, cam.width, cam.height, cam.fps,
-        intrinsics=intrinsics, mount=mount, joints=_joints_of(runtime, arm),
+        intrinsics=intrinsics, mount=mount, joints=joints_of(arm),
     )
 
 
@@ -218,7 +221,10 @@ def build_runtime(
         if simulator is not None and sim_cameras:
             runtime.cameras.extend(sim_cameras_of(simulator, config, [cfg.name for cfg in arm_cfgs]))
         elif simulator is None:
-            runtime.cameras.extend(device_camera(cam, runtime) for cam in config.cameras)
+            first_arm = next(iter(runtime.arm_configs))
+            runtime.cameras.extend(
+                device_camera(cam, first_arm, lambda arm: _joints_of(runtime, arm)) for cam in config.cameras
+            )
     except BaseException:
         runtime.close()
         raise
