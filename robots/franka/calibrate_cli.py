@@ -24,7 +24,7 @@ from robots.franka import actions
 from robots.franka.calibration import QualityLimits, calibrate, calibration_context, camera_of, mount_of
 from robots.franka.calibration_poses import CalibrationPose, auto_poses, load_poses
 from robots.franka.charuco import BoardDetector, BoardNotFound, BoardSpec, BoardSpecError
-from robots.franka.config import FrankaConfig, load_franka_config
+from robots.franka.config import FrankaConfig
 from robots.franka.handeye import CalibrationError
 from robots.franka.runtime import FrankaRuntime, build_runtime
 from rpent.robot import ConfigError
@@ -89,32 +89,9 @@ def board_from_args(args: argparse.Namespace) -> BoardSpec:
         raise ConfigError(f"{_BOARD_FLAGS[exc.field]}: {exc.rule}") from None
 
 
-def deployment_from_args(args: argparse.Namespace) -> FrankaConfig:
-    path = Path(args.config)
-    if not path.is_file():
-        raise ConfigError(f"--config: no such file {path}")
-    try:
-        franka = load_franka_config(path)
-    except (ValueError, OSError) as exc:
-        raise ConfigError(f"--config: {exc}") from None
-    update: dict[str, Any] = {}
-    if args.safety_file:
-        if not Path(args.safety_file).is_file():
-            raise ConfigError(f"--safety-file: no such file {args.safety_file}")
-        update["safety_file"] = str(Path(args.safety_file).resolve())
-    if args.approve_motions:
-        update["require_approval"] = True
-    franka = franka.model_copy(update=update)
-    try:
-        franka.safety()
-    except (ValueError, OSError) as exc:
-        raise ConfigError(f"--safety-file: {exc}") from None
-    return franka
-
-
-def run_calibrate(args: argparse.Namespace) -> int:
+def run_calibrate(args: argparse.Namespace, franka: FrankaConfig) -> int:
+    """Calibrate `args.camera` of the deployment `franka` (already read from --config); the exit status."""
     spec = board_from_args(args)
-    franka = deployment_from_args(args)
     if args.auto is not None and args.auto < 1:
         raise ConfigError(f"--auto: the number of poses must be at least 1, got {args.auto}")
     file_poses = None

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from robots.franka.config import CONFIG_DIR, load_franka_config
+from robots.franka.config import CONFIG_DIR, FrankaConfig, load_franka_config
 from robots.franka.toolkit import FrankaToolkit
 from rpent.dashboard.events import DashboardEventSink
 from rpent.robot import (
@@ -58,7 +58,8 @@ class FrankaSpec(RobotSpec):
                            help="frames per second of the first camera recorded during motions (0: none; default 3)")
         group.add_argument("--target-object", default="cube", help="sim object whose lift counts as solved (default cube)")
 
-    def parse_config(self, args: argparse.Namespace) -> RunConfig:
+    def deployment(self, args: argparse.Namespace) -> FrankaConfig:
+        """The deployment YAML (--config) with --safety-file and --approve-motions applied, its safety file read."""
         path = Path(getattr(args, "config", None) or self.default_config)
         if not path.is_file():
             raise ConfigError(f"--config: no such file {path}")
@@ -76,10 +77,14 @@ class FrankaSpec(RobotSpec):
             update["require_approval"] = True
         franka = franka.model_copy(update=update)
         try:
-            # Read once here: it validates the file before anything starts, and init_runtime needs it.
-            require_approval = franka.safety().default.require_approval
+            franka.safety()  # validates the file before anything starts
         except (ValueError, OSError) as exc:
             raise ConfigError(f"--safety-file: {exc}") from None
+        return franka
+
+    def parse_config(self, args: argparse.Namespace) -> RunConfig:
+        franka = self.deployment(args)
+        require_approval = franka.safety().default.require_approval  # init_runtime needs it
         video_fps = getattr(args, "video_fps", 3.0)
         if not 0 <= video_fps <= 30:
             raise ConfigError(f"--video-fps: must be between 0 and 30, got {video_fps}")
@@ -124,7 +129,7 @@ class FrankaSpec(RobotSpec):
     def calibrate(self, args: argparse.Namespace) -> int:
         from robots.franka.calibrate_cli import run_calibrate  # OpenCV and SciPy load only to calibrate
 
-        return run_calibrate(args)
+        return run_calibrate(args, self.deployment(args))
 
     def make_toolkit(self, *, runtime_kwargs: dict[str, Any], dashboard_events: DashboardEventSink | None, config: RunConfig) -> Toolkit:
         return self.toolkit_class(
