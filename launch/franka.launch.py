@@ -22,13 +22,18 @@ ARGUMENTS = [
     ("config", "", "deployment YAML (arms with FCI host, cameras, safety file); default config/franka.yaml"),
     ("approve_motions", "false", "true: every motion waits for operator approval"),
     ("output_dir", "", "where the run record goes"),
-    ("rviz", "false", "true: start rviz2 with config/franka.rviz (the arm from /arm/robot_description, TF, observations)"),
+    ("rviz", "false", "true: start rviz2 with config/franka.rviz (the arm from /arm/robot_description, TF, observations, "
+                      "camera point clouds)"),
+    ("camera_rate_hz", "", "camera telemetry (image, depth, camera_info, points, TF) per second from the toolkit node "
+                           "(default: 2 with rviz, else 0 = none)"),
 ]
 
 
 def _nodes(get):
     params = {"robot": "franka", "runtime_mode": "inprocess", "sim": get("use_sim").lower() == "true",
               "approve_motions": get("approve_motions").lower() == "true", "action_clips": dashboard_on(get)}
+    rviz = get("rviz").lower() == "true"
+    params["camera_rate_hz"] = float(get("camera_rate_hz") or (2.0 if rviz else 0.0))
     for key in ("config", "output_dir", "task"):
         if get(key):
             params[key] = get(key)
@@ -36,7 +41,7 @@ def _nodes(get):
     nodes = [toolkit, *planner_and_bridge(get, "franka")]
     if dashboard_on(get):  # the cameras live inside the toolkit node: the views are its observation images
         nodes.append(dashboard_node(get, "franka"))
-    if get("rviz").lower() == "true":
+    if rviz:
         nodes.append(rviz_node("franka.rviz"))
     return nodes
 

@@ -31,6 +31,10 @@ class CameraProxy(RuntimeProxy):
     def capture(self) -> Any:
         return self.call("capture")
 
+    def capture_frame(self) -> Any:
+        """The remote camera's CameraFrame (depth, intrinsics and pose as its node knows them)."""
+        return self.call("capture_frame")
+
 
 def build_franka_runtime(node: Node, config: RunConfig, *, cameras_node: str, approval: Any = None,
                          wait_s: float = 30.0) -> dict[str, Any]:
@@ -52,7 +56,7 @@ def build_franka_runtime(node: Node, config: RunConfig, *, cameras_node: str, ap
             gripper = FrankaGripperProxy(node, f"/gripper_{arm.name}/{arm.name}/call", f"{arm.name}_gripper", envelope)
             runtime.grippers[arm.name] = gripper  # type: ignore[assignment]
             proxies.append(gripper)
-    camera_names = [c.name for c in franka.cameras] if not config.options.get("sim") else ["front", "top"]
+    camera_names = _sim_camera_names(len(franka.arms)) if config.options.get("sim") else [c.name for c in franka.cameras]
     for name in camera_names:
         camera = CameraProxy(node, f"/{cameras_node}/{name}/call", name)
         runtime.cameras.append(camera)  # type: ignore[arg-type]
@@ -60,6 +64,14 @@ def build_franka_runtime(node: Node, config: RunConfig, *, cameras_node: str, ap
     for proxy in proxies:
         proxy.wait_ready(wait_s)
     return {"runtime": runtime, "frame_sources": {c.name: c.capture for c in runtime.cameras}}
+
+
+def _sim_camera_names(arms: int) -> list[str]:
+    """The cameras franka_sim_node serves, in the in-process runtime's order: fixed, then wrist."""
+    from robots.franka.sim import SimScene
+
+    scene = SimScene() if arms == 1 else SimScene.dual()
+    return [c.name for c in scene.cameras] + [c.name for c in scene.wrist_cameras]
 
 
 # Robots whose runtime toolkit_node can assemble from runtime nodes.

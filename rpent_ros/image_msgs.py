@@ -1,7 +1,7 @@
 """The one place that turns camera frames into sensor_msgs/Image and back, through cv_bridge.
 
 Colour frames go out as rgb8 and grey frames as mono8 (`conversions.image_encoding` picks, without
-ROS); subscribers read any encoding cv_bridge can convert (rgb8, bgr8, mono8, rgba8, ...) back as
+ROS), depth as 32FC1 metres; subscribers read any encoding cv_bridge can convert (rgb8, bgr8, mono8, rgba8, ...) back as
 RGB pixels.
 """
 
@@ -24,6 +24,14 @@ def frame_to_image_msg(frame: np.ndarray, *, stamp: Time, frame_id: str) -> Imag
     """An Image message (rgb8 for HxWx3/HxWx4, mono8 for HxW) stamped `stamp` in frame `frame_id`."""
     pixels, encoding = image_encoding(frame)
     return _bridge.cv2_to_imgmsg(pixels, encoding=encoding, header=Header(stamp=stamp, frame_id=frame_id))
+
+
+def depth_to_image_msg(depth_m: np.ndarray, *, stamp: Time, frame_id: str) -> Image:
+    """A 32FC1 Image of an H x W depth image in metres (NaN: no reading, as REP 118 has it)."""
+    pixels = np.ascontiguousarray(depth_m, dtype=np.float32)
+    if pixels.ndim != 2:
+        raise ValueError(f"depth image: must be H x W, got shape {pixels.shape}")
+    return _bridge.cv2_to_imgmsg(pixels, encoding="32FC1", header=Header(stamp=stamp, frame_id=frame_id))
 
 
 def png_to_image_msg(png: bytes, *, stamp: Time, frame_id: str) -> Image:

@@ -15,7 +15,7 @@ from rpent.robot import ConfigError, RobotSpec
 
 # Parameters of the node itself (ours, and those every rclpy node has); they are not robot flags.
 NODE_PARAMETERS = (
-    "robot", "runtime_mode", "cameras_node", "publish_rate_hz", "use_sim_time", "start_type_description_service",
+    "robot", "runtime_mode", "cameras_node", "publish_rate_hz", "camera_rate_hz", "use_sim_time", "start_type_description_service",
     "action_clips", "toolkit_namespace", "frame_topics", "approval_service",
 )
 

@@ -7,10 +7,11 @@ import json
 from typing import Any
 
 from rpent.rpc.codec import from_jsonable, to_jsonable
+from rpent.runtime.camera import CameraFrame, Intrinsics
 from rpent.runtime.types import ArmState, GripperState, MotionOutcome, Pose
 
 # Only these value types cross the wire: a node never builds arbitrary classes from a message.
-_TYPES = {cls.__name__: cls for cls in (Pose, ArmState, GripperState, MotionOutcome)}
+_TYPES = {cls.__name__: cls for cls in (Pose, ArmState, GripperState, MotionOutcome, Intrinsics, CameraFrame)}
 
 
 def encode(value: Any) -> Any:
@@ -33,7 +34,7 @@ def decode(value: Any) -> Any:
             if cls is None:
                 raise ValueError(f"unknown runtime type {value['__runtime__']!r}")
             fields = {k: decode(v) for k, v in value["fields"].items()}
-            for key in ("position", "quaternion", "joints", "joint_velocities"):
+            for key in ("position", "quaternion", "joints", "joint_velocities", "distortion"):
                 if isinstance(fields.get(key), list):
                     fields[key] = tuple(fields[key])
             return cls(**fields)

@@ -6,16 +6,20 @@
         -p urdf:=/path/fr3.urdf -p base_xyz:="[0.0, 0.3, 0.0]" -p base_rpy:="[0.0, 0.0, 0.0]"
     ros2 run rpent franka_gripper_node --ros-args -p name:=left -p ip:=127.0.0.1
     ros2 run rpent camera_node --ros-args -p name:=front -p device:=0
+    ros2 run rpent camera_node --ros-args -p name:=wrist -p config:=/path/franka.yaml   # e.g. a RealSense
     ros2 run rpent vla_client_node --ros-args -p endpoint:=socket://127.0.0.1:9100
 
 Every node stops its runtime's motion on shutdown and logs failures with their cause.
 For rviz, an arm node latches its URDF on `/<name>/robot_description` and publishes TF for every
 link (`world -> <name>_link0` from `base_xyz`/`base_rpy`); its gripper node adds the fingers.
+Camera and sim nodes publish each camera's colour, depth, CameraInfo, point cloud and TF frame
+(rpent_ros.camera_topics has the topics and frames).
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -25,7 +29,10 @@ from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
+from sensor_msgs.msg import JointState
 
+from rpent.runtime.arm import RuntimeFault
+from rpent.runtime.camera import capture_frame
 from rpent_ros.logging_bridge import forward_python_logging
 from rpent_ros.robot_description import ArmDescription, UrdfError, base_xyz_for, load_arm_description, three_numbers
 from rpent_ros.runtime_server import ARM_METHODS, CAMERA_METHODS, GRIPPER_METHODS, POLICY_METHODS, RuntimeServer
@@ -92,12 +99,18 @@ def description_or_none(node: Node, arm_name: str, path: str = "") -> ArmDescrip
         return None
 
 
-def start_inprocess_telemetry(node: Node, runtime: Any, rate_hz: float) -> int:
+def start_inprocess_telemetry(node: Node, runtime: Any, rate_hz: float, camera_rate_hz: float = 0.0) -> int:
     """rviz telemetry for Franka arms living inside `node` (toolkit_node, runtime_mode:=inprocess):
-    the same topics the arm and gripper nodes publish. Returns how many arms are published."""
+    the same topics the arm and gripper nodes publish, and with `camera_rate_hz` > 0 the camera
+    nodes' topics of its cameras (each picture costs a render or a grab, so off by default).
+    Returns how many arms are published."""
     arms = getattr(runtime, "arms", None)
     if not isinstance(arms, dict):
         return 0
+    if camera_rate_hz > 0:
+        for camera in getattr(runtime, "cameras", None) or []:
+            telemetry = CameraTelemetry(node, camera.name, mount=getattr(camera, "mount", None))
+            every(node, camera_rate_hz, lambda c=camera, t=telemetry: t.publish(capture_frame(c)))
     grippers = getattr(runtime, "grippers", None) or {}
     for name, arm in arms.items():
         telemetry = ArmTelemetry(node, name, description_or_none(node, name), base_xyz=base_xyz_for(name))
@@ -188,25 +201,72 @@ class FrankaGripperNode(RuntimeNode):
 
 
 class CameraNode(RuntimeNode):
+    """One camera: USB/UVC through OpenCV (colour) or a RealSense D4xx (colour + aligned depth).
+
+    With `config` (a deployment YAML, as the toolkit node reads) the camera entry named `name`
+    gives everything, calibration included; otherwise the parameters do, uncalibrated. A wrist
+    camera's pose at capture time uses its arm's joints from /joint_states.
+    """
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("camera", **kwargs)
-        from robots.franka.cameras import OpenCVCamera
+        from robots.franka.config import CameraConfig, load_franka_config
+        from robots.franka.runtime import device_camera
 
-        name = self.declare_parameter("name", "front").value
-        device = self.declare_parameter("device", "0").value
-        camera = OpenCVCamera(
-            name, int(device) if str(device).isdigit() else device,
-            int(self.declare_parameter("width", 640).value), int(self.declare_parameter("height", 480).value),
-            float(self.declare_parameter("fps", 30.0).value),
-        )
+        name = str(self.declare_parameter("name", "front").value)
+        config_path = str(self.declare_parameter("config", "").value)
+        rate = float(self.declare_parameter("publish_rate_hz", 5.0).value)
+        stride = int(self.declare_parameter("cloud_stride", 2).value)
+        if config_path:
+            franka = load_franka_config(config_path)
+            cam = franka.camera(name)
+            if cam is None:
+                known = [c.name for c in franka.cameras]
+                raise ValueError(f"parameter name: no camera {name!r} in {config_path} (cameras: {known})")
+            first_arm = franka.arms[0].name
+        else:
+            device = str(self.declare_parameter("device", "0").value)
+            serial = str(self.declare_parameter("serial", "").value)
+            cam = CameraConfig(
+                name=name, kind=self.declare_parameter("kind", "opencv").value,
+                device=int(device) if device.isdigit() else device, serial=serial or None,
+                width=int(self.declare_parameter("width", 640).value), height=int(self.declare_parameter("height", 480).value),
+                fps=float(self.declare_parameter("fps", 30.0).value),
+            )
+            first_arm = "arm"
+        camera = device_camera(cam, first_arm, lambda arm: JointStateReader(self, arm))
         self.serve(name, camera, CAMERA_METHODS)
-        telemetry = CameraTelemetry(self, name)
-        self.every(float(self.declare_parameter("publish_rate_hz", 5.0).value), lambda: telemetry.publish(camera.capture()))
+        telemetry = CameraTelemetry(self, name, mount=getattr(camera, "mount", None), cloud_stride=stride)
+        self.every(rate, lambda: telemetry.publish(capture_frame(camera)))
+
+
+class JointStateReader:
+    """The latest measured joints of one arm (`<arm>_joint1..7` on /joint_states), for a wrist
+    camera in another node than its arm."""
+
+    def __init__(self, node: Node, arm: str) -> None:
+        self.arm = arm
+        self.names = [f"{arm}_joint{i}" for i in range(1, 8)]
+        self._positions: dict[str, float] = {}
+        self._lock = threading.Lock()
+        node.create_subscription(JointState, "/joint_states", self._receive, 10)
+
+    def _receive(self, msg: JointState) -> None:
+        with self._lock:
+            self._positions.update((n, float(p)) for n, p in zip(msg.name, msg.position, strict=False) if n in self.names)
+
+    def __call__(self) -> list[float]:
+        with self._lock:
+            missing = [n for n in self.names if n not in self._positions]
+            if missing:
+                raise RuntimeFault(f"arm {self.arm}: no joint states yet on /joint_states ({', '.join(missing)})")
+            return [self._positions[n] for n in self.names]
 
 
 class FrankaSimNode(RuntimeNode):
-    """franky-sim (one or two arms on 127.0.0.x) and its simulated cameras, which must render in the
-    simulator's own process."""
+    """franky-sim (one or two arms on 127.0.0.x) and its simulated cameras (fixed and wrist), which
+    must render in the simulator's own process. `arm_names` name the arms in order, as the arm
+    nodes and the toolkit do (default: arm; or left, right), so camera poses and TF frames use them."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("franka_sim", **kwargs)
@@ -215,16 +275,22 @@ class FrankaSimNode(RuntimeNode):
 
         arms = int(self.declare_parameter("arms", 1).value)
         hosts = list(self.declare_parameter("hosts", ["127.0.0.1", "127.0.0.2"]).value)[:arms]
+        default_names = ["arm"] if arms == 1 else ["left", "right"]
+        arm_names = list(self.declare_parameter("arm_names", default_names).value)
+        if len(arm_names) != arms:
+            raise ValueError(f"parameter arm_names: {arms} arms need {arms} names, got {arm_names}")
         width = int(self.declare_parameter("camera_width", 320).value)
         height = int(self.declare_parameter("camera_height", 240).value)
         rate = float(self.declare_parameter("publish_rate_hz", 2.0).value)
+        stride = int(self.declare_parameter("cloud_stride", 2).value)
         self.sim = FrankaSim(SimScene() if arms == 1 else SimScene.dual(), hostnames=hosts).start()
-        for spec in self.sim.scene.cameras:
-            camera = MujocoCamera(self.sim, spec.name, width, height)
-            self.serve(spec.name, camera, CAMERA_METHODS)
-            telemetry = CameraTelemetry(self, spec.name, spec.fovy_deg)
-            self.every(rate, lambda c=camera, t=telemetry: t.publish(c.capture()))
-        self.owned.append(self.sim)
+        scene = self.sim.scene
+        for name in [c.name for c in scene.cameras] + [c.name for c in scene.wrist_cameras]:
+            camera = MujocoCamera(self.sim, name, width, height, arm_names=arm_names)
+            self.serve(name, camera, CAMERA_METHODS)
+            telemetry = CameraTelemetry(self, name, mount=camera.mount, cloud_stride=stride)
+            self.every(rate, lambda c=camera, t=telemetry: t.publish(c.capture_frame()))
+        self.owned.append(self.sim)  # closed after its cameras
         self.get_logger().info(f"franky-sim running: arms at {', '.join(self.sim.hosts)}")
 
 

@@ -21,7 +21,8 @@ log = logging.getLogger(__name__)
 # The methods each kind of runtime exposes (the runtime Protocols of rpent.runtime), nothing else.
 ARM_METHODS = frozenset({"state", "start_cartesian", "start_relative", "start_joints", "wait", "stop", "recover"})
 GRIPPER_METHODS = frozenset({"state", "move", "grasp", "open", "stop"})
-CAMERA_METHODS = frozenset({"capture"})
+# capture_frame: colour with depth, intrinsics and pose where the camera has them (back_project).
+CAMERA_METHODS = frozenset({"capture", "capture_frame"})
 POLICY_METHODS = frozenset({"predict", "reset"})
 
 

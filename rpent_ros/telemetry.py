@@ -1,22 +1,39 @@
-"""Typed telemetry for rviz: arm joint states, URDF and link TF, camera images and camera info."""
+"""Typed telemetry for rviz: arm joint states, URDF and link TF; camera images, depth, camera info,
+point clouds and camera frames in TF."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 from builtin_interfaces.msg import Time
 from geometry_msgs.msg import TransformStamped
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-from sensor_msgs.msg import CameraInfo, Image, JointState
-from std_msgs.msg import String
+from sensor_msgs.msg import CameraInfo, Image, JointState, PointCloud2, PointField
+from sensor_msgs_py.point_cloud2 import create_cloud
+from std_msgs.msg import Header, String
 from tf2_msgs.msg import TFMessage
 
+from rpent.runtime.camera import CameraFrame
 from rpent.runtime.types import ArmState
-from rpent_ros.image_msgs import frame_to_image_msg
-from rpent_ros.robot_description import ArmDescription, LinkTransform, transform
+from rpent_ros.camera_topics import (
+    CalibrationFields,
+    CameraPlacement,
+    calibration_fields,
+    camera_placement,
+    cloud_points,
+    depth_for_ros,
+    is_real_stamp,
+    optical_frame,
+    stamp_parts,
+)
+from rpent_ros.image_msgs import depth_to_image_msg, frame_to_image_msg
+from rpent_ros.robot_description import ArmDescription, LinkTransform, quaternion_xyzw, transform
+
+if TYPE_CHECKING:
+    from robots.franka.camera_mount import CameraMount
 
 # Latched topics (robot_description, /tf_static): a subscriber that joins later still gets the last message.
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
@@ -107,28 +124,69 @@ class ArmTelemetry:
 
 
 class CameraTelemetry:
-    """Publishes `~/<camera>/image_raw` (rgb8, or mono8 for grey frames) and `~/<camera>/camera_info`
-    (pinhole from the vertical field of view), both stamped alike in frame `<camera>`."""
+    """One camera's topics for rviz (rpent_ros.camera_topics names them): colour, aligned depth,
+    their CameraInfo, a coloured point cloud, and the camera's optical frame in TF.
 
-    def __init__(self, node: Node, camera: str, fovy_deg: float = 50.0) -> None:
+    `mount` (a robots.franka.camera_mount.CameraMount) hangs a calibrated wrist camera under its
+    arm's flange; without it the frame's own pose places the camera. `cloud_stride` keeps every
+    n-th pixel in each direction for the point cloud (0: no cloud).
+    """
+
+    def __init__(self, node: Node, camera: str, *, mount: CameraMount | None = None, cloud_stride: int = 2) -> None:
         self.node = node
         self.camera = camera
-        self.fovy_deg = fovy_deg
+        self.mount = mount
+        self.cloud_stride = cloud_stride
         self.image = node.create_publisher(Image, f"~/{camera}/image_raw", 2)
         self.info = node.create_publisher(CameraInfo, f"~/{camera}/camera_info", 2)
+        self.depth = node.create_publisher(Image, f"~/{camera}/depth/image_raw", 2)
+        self.depth_info = node.create_publisher(CameraInfo, f"~/{camera}/depth/camera_info", 2)
+        self.points = node.create_publisher(PointCloud2, f"~/{camera}/points", 2)
+        self.tf = node.create_publisher(TFMessage, "/tf", 10)
+        # Its own latched publisher: a late subscriber gets this camera's last static transform.
+        self.tf_static = node.create_publisher(TFMessage, "/tf_static", LATCHED)
+        self._static_sent: CameraPlacement | None = None
 
-    def publish(self, frame: np.ndarray) -> None:
-        image = frame_to_image_msg(frame, stamp=self.node.get_clock().now().to_msg(), frame_id=self.camera)
+    def publish(self, frame: CameraFrame) -> None:
+        sec, nanosec = stamp_parts(frame.stamp_s) if is_real_stamp(frame.stamp_s) else (None, None)
+        stamp = Time(sec=sec, nanosec=nanosec) if sec is not None else self.node.get_clock().now().to_msg()
+        header = Header(stamp=stamp, frame_id=optical_frame(self.camera))
+        self._publish_placement(frame, stamp)
+        image = frame_to_image_msg(frame.rgb, stamp=stamp, frame_id=header.frame_id)
         self.image.publish(image)
-        height, width = image.height, image.width
-        focal = (height / 2) / math.tan(math.radians(self.fovy_deg) / 2)
-        # ROS pixel coordinates put (0, 0) at the centre of the top-left pixel, so the optical axis
-        # through the middle of the image is at ((width - 1) / 2, (height - 1) / 2).
-        cx, cy = (width - 1) / 2, (height - 1) / 2
-        info = CameraInfo(height=height, width=width, distortion_model="plumb_bob")
-        info.header = image.header
-        info.k = [focal, 0.0, cx, 0.0, focal, cy, 0.0, 0.0, 1.0]
-        info.p = [focal, 0.0, cx, 0.0, 0.0, focal, cy, 0.0, 0.0, 0.0, 1.0, 0.0]
-        info.r = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
-        info.d = [0.0] * 5
+        info = _camera_info(calibration_fields(frame.intrinsics, image.width, image.height), header)
         self.info.publish(info)
+        if frame.depth_m is None:
+            return
+        self.depth.publish(depth_to_image_msg(depth_for_ros(frame.depth_m), stamp=stamp, frame_id=header.frame_id))
+        self.depth_info.publish(info)
+        if self.cloud_stride > 0 and frame.intrinsics is not None:
+            self.points.publish(create_cloud(header, CLOUD_FIELDS, cloud_points(frame, self.cloud_stride)))
+
+    def _publish_placement(self, frame: CameraFrame, stamp: Time) -> None:
+        placement = camera_placement(frame, self.mount)
+        if placement is None:
+            return
+        msg = _transform_msg(stamp, placement.parent, placement.child, placement.matrix[:3, 3],
+                             quaternion_xyzw(placement.matrix[:3, :3]))
+        if not placement.static:
+            self.tf.publish(TFMessage(transforms=[msg]))
+        elif not _same_placement(placement, self._static_sent):  # once, and again only if it changed
+            self.tf_static.publish(TFMessage(transforms=[msg]))
+            self._static_sent = placement
+
+
+# Point cloud layout: x, y, z in metres and rgb as rviz reads it (0x00RRGGBB in a float's bits).
+CLOUD_FIELDS = [
+    PointField(name=name, offset=4 * i, datatype=PointField.FLOAT32, count=1) for i, name in enumerate(("x", "y", "z", "rgb"))
+]
+
+
+def _same_placement(a: CameraPlacement, b: CameraPlacement | None) -> bool:
+    return b is not None and (a.parent, a.child) == (b.parent, b.child) and np.array_equal(a.matrix, b.matrix)
+
+
+def _camera_info(fields: CalibrationFields, header: Header) -> CameraInfo:
+    info = CameraInfo(header=header, height=fields.height, width=fields.width, distortion_model=fields.distortion_model)
+    info.d, info.k, info.r, info.p = fields.d, fields.k, fields.r, fields.p
+    return info

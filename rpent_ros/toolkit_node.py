@@ -75,7 +75,9 @@ class ToolkitNode(Node):
             self.runtime_kwargs = self.spec.init_runtime(self.config, selection=None, events=self.events)
             # Arms inside this node get the arm nodes' rviz telemetry (robot_description, TF, joint states).
             rate = float(self.get_parameter_or("publish_rate_hz", Parameter("publish_rate_hz", value=30.0)).value)
-            start_inprocess_telemetry(self, self.runtime_kwargs.get("runtime"), rate)
+            # Cameras too, on request (camera_rate_hz > 0): colour, depth, CameraInfo, points, TF.
+            camera_rate = float(self.get_parameter_or("camera_rate_hz", Parameter("camera_rate_hz", value=0.0)).value)
+            start_inprocess_telemetry(self, self.runtime_kwargs.get("runtime"), rate, camera_rate)
         elif self.runtime_mode == "ros":
             from rpent_ros.franka_proxies import ROS_RUNTIMES
 

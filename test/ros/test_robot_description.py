@@ -264,6 +264,10 @@ def test_rviz_config_draws_both_arms_in_world_with_cameras_and_observation() -> 
     assert any(d["Class"] == "rviz_default_plugins/TF" for d in displays)
     images = {d["Topic"]["Value"] for d in displays if d["Class"] == "rviz_default_plugins/Image"}
     assert images == {"/franka_sim/front/image_raw", "/franka_sim/top/image_raw", "/toolkit/observation/image_0"}
+    # Every simulated camera's depth as points (franka_sim_node), coloured from the image.
+    clouds = {d["Topic"]["Value"]: d for d in displays if d["Class"] == "rviz_default_plugins/PointCloud2"}
+    assert set(clouds) == {f"/franka_sim/{c}/points" for c in ("front", "top", "left_wrist", "right_wrist")}
+    assert all(d["Color Transformer"] == "RGB8" for d in clouds.values())
 
 
 def test_single_arm_rviz_config_draws_the_in_process_arm_and_its_observations() -> None:
@@ -276,3 +280,6 @@ def test_single_arm_rviz_config_draws_the_in_process_arm_and_its_observations() 
     assert models[0]["Description Topic"]["Durability Policy"] == "Transient Local"
     images = {d["Topic"]["Value"] for d in displays if d["Class"] == "rviz_default_plugins/Image"}
     assert images == {"/toolkit/observation/image_0", "/toolkit/observation/image_1"}
+    # The in-process cameras' depth as points, published by the toolkit node (camera_rate_hz).
+    clouds = {d["Topic"]["Value"] for d in displays if d["Class"] == "rviz_default_plugins/PointCloud2"}
+    assert clouds == {"/toolkit/front/points", "/toolkit/top/points", "/toolkit/wrist/points"}

@@ -1,0 +1,77 @@
+"""The toolkit node with its cameras in process (franka.launch.py): with camera_rate_hz it publishes the
+camera topics franka.rviz shows (points, depth, CameraInfo) and the cameras' frames in TF, under the
+arm frames it publishes itself; without, none.
+
+Skipped where rclpy, the generated rpent interfaces or franky-sim cannot be imported.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+rclpy = pytest.importorskip("rclpy", reason="rclpy not importable: ROS 2 is not sourced")
+pytest.importorskip("rpent.action", reason="rpent interfaces not generated: colcon build this package and source it")
+pytest.importorskip("franky_sim", reason="franky-sim is not installed (pip install rpent[sim])")
+
+from rclpy.node import Node  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from sensor_msgs.msg import CameraInfo, Image, PointCloud2  # noqa: E402
+from tf2_msgs.msg import TFMessage  # noqa: E402
+
+from rpent_ros.telemetry import LATCHED  # noqa: E402
+from rpent_ros.toolkit_node import ToolkitNode  # noqa: E402
+
+pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(180)]
+
+
+class Seen:
+    """Topics that delivered a message, and the parent of every TF child frame."""
+
+    def __init__(self, node: Node, topics: dict[str, type]) -> None:
+        self.changed = threading.Condition()
+        self.topics: set[str] = set()
+        self.parents: dict[str, str] = {}
+        for topic, kind in topics.items():
+            node.create_subscription(kind, topic, lambda _m, t=topic: self._saw(t), 2)
+        node.create_subscription(TFMessage, "/tf_static", self._tf, LATCHED)
+        node.create_subscription(TFMessage, "/tf", self._tf, 100)
+
+    def _saw(self, topic: str) -> None:
+        with self.changed:
+            self.topics.add(topic)
+            self.changed.notify_all()
+
+    def _tf(self, msg: TFMessage) -> None:
+        with self.changed:
+            self.parents.update((t.child_frame_id, t.header.frame_id) for t in msg.transforms)
+            self.changed.notify_all()
+
+    def wait_for(self, condition, what: str, timeout_s: float = 60.0) -> None:
+        with self.changed:
+            assert self.changed.wait_for(condition, timeout_s), f"timed out waiting for {what}: {sorted(self.topics)}"
+
+
+def test_in_process_cameras_publish_points_depth_and_frames_on_request(ros, tmp_path):
+    ros(ToolkitNode(parameter_overrides=[
+        Parameter("robot", value="franka"), Parameter("sim", value=True), Parameter("video_fps", value=0.0),
+        Parameter("output_dir", value=str(tmp_path / "run")), Parameter("camera_rate_hz", value=4.0),
+    ]))
+    topics = {f"/toolkit/{c}/{s}": kind for c in ("front", "top", "wrist")
+              for s, kind in (("points", PointCloud2), ("depth/image_raw", Image), ("camera_info", CameraInfo))}
+    seen = Seen(ros(Node("rviz_stand_in")), topics)
+    seen.wait_for(lambda: set(topics) <= seen.topics and {"top_optical_frame", "wrist_optical_frame", "arm_link8"}
+                  <= set(seen.parents), "every camera's topics and frames")
+    assert seen.parents["front_optical_frame"] == seen.parents["top_optical_frame"] == "arm_link0"
+    assert seen.parents["wrist_optical_frame"] == "arm_link8"
+
+
+def test_without_camera_rate_the_toolkit_node_publishes_no_camera_topics(ros, tmp_path):
+    toolkit = ros(ToolkitNode(parameter_overrides=[
+        Parameter("robot", value="franka"), Parameter("sim", value=True), Parameter("video_fps", value=0.0),
+        Parameter("output_dir", value=str(tmp_path / "run")),
+    ]))
+    published = {name for name, _types in toolkit.get_publisher_names_and_types_by_node("toolkit", "/")}
+    assert "/joint_states" in published  # the arm telemetry it does publish is listed
+    assert not [t for t in published if t.endswith(("/points", "/depth/image_raw"))], sorted(published)
