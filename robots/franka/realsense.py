@@ -5,7 +5,7 @@ aligned to the colour image, in metres, with the colour stream's own calibration
 
 A camera is chosen by serial number (`serial` in the robot config; None takes the only one
 connected). Instead of a live device it can play back a recording made with the RealSense SDK
-(`recording`): the same pipeline, alignment and calibration code runs on the recorded frames,
+(`recording`; in the robot config, the camera's `device` as a path): the same pipeline, alignment and calibration code runs on the recorded frames,
 which play at their recorded rate, over and over, as if a camera were filming them.
 
 Depth is aligned to colour by the SDK (`rs.align(rs.stream.color)`): every depth reading is
@@ -119,7 +119,10 @@ class RealSenseCamera:
         if recording is not None:
             path = Path(recording).expanduser()
             if not path.is_file():
-                raise RuntimeFault(f"camera {name}: recording {str(path)!r} does not exist")
+                raise RuntimeFault(
+                    f"camera {name}: recording {str(path)!r} is not a file (a live RealSense is chosen by `serial`;"
+                    " `device` names a recording to play back)"
+                )
             # Every stream of the file, in real time and looping. (SDK 2.59 aborts the process now and
             # then when a looping playback that waits for its reader, set_real_time(False), is stopped.)
             config.enable_device_from_file(str(path), repeat_playback=True)

@@ -130,8 +130,10 @@ def device_camera(
             from robots.franka.realsense import RealSenseCamera
         except ImportError as exc:
             raise RuntimeFault(f"camera {cam.name}: kind realsense is not available ({exc})") from None
+        # A RealSense is chosen by serial; a `device` path names a recording to play back instead.
         return RealSenseCamera(
             cam.name, cam.serial, cam.width, cam.height, cam.fps,
+            recording=cam.device if isinstance(cam.device, str) else None,
             intrinsics=intrinsics, mount=mount, joints=joints_of(arm),
         )
     return OpenCVCamera(

@@ -71,6 +71,23 @@ def test_a_realsense_that_is_not_connected_is_refused_naming_its_serial() -> Non
         device_camera(config, "left", _joints_of)
 
 
+def test_a_realsense_config_with_a_device_path_plays_that_recording(tmp_path: Path) -> None:
+    pytest.importorskip("pyrealsense2", reason="pyrealsense2 is not installed (pip install 'rpent[realsense]')")
+    from .realsense_recording import record
+
+    recording = record(tmp_path / "scene.db3")
+    in_base = _pose(1.2, 0.0, 0.6)
+    camera = device_camera(
+        CameraConfig(name="front", kind="realsense", device=str(recording.path), T_base_camera=in_base), "left", _joints_of
+    )
+    try:
+        frame = capture_frame(camera)
+    finally:
+        camera.close()
+    assert np.array_equal(frame.rgb, recording.rgb) and frame.depth_m is not None and frame.can_back_project
+    assert np.allclose(frame.T_base_camera, in_base) and frame.info["serial"] == recording.serial
+
+
 def test_a_realsense_without_its_sdk_is_refused_naming_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "pyrealsense2", None)
     with pytest.raises(RuntimeFault, match=r"camera hand: kind realsense needs the RealSense SDK: pip install 'rpent\[realsense\]'"):

@@ -172,7 +172,7 @@ def test_a_recording_of_another_serial_is_refused_naming_both(recording: Recordi
 
 
 def test_a_missing_recording_is_refused_naming_the_path(rs, tmp_path: Path) -> None:
-    with pytest.raises(RuntimeFault, match=r"camera front: recording '.*nothing.db3' does not exist"):
+    with pytest.raises(RuntimeFault, match=r"camera front: recording '.*nothing.db3' is not a file"):
         RealSenseCamera("front", recording=tmp_path / "nothing.db3")
 
 
