@@ -11,6 +11,9 @@ CORE = [
     "av==18.1.0; python_version >= '3.11'",
     "av==17.1.0; python_version < '3.11'",
     "pyyaml>=6",
+    # RosToolkit checks arguments against a remote tool's published JSON schema before sending them
+    # (rpent_ros/tool_schema.py); also the reference validator the schemas are tested against (test/core).
+    "jsonschema==4.26.0",
 ]
 # SciPy: the least-squares refinement of hand-eye calibration (robots/franka/handeye.py); 1.17 needs
 # Python 3.11, 1.15 is the last for Ubuntu 22.04's 3.10 (ROS 2 Humble).
@@ -29,9 +32,8 @@ RPC = ["starlette>=0.46", "uvicorn==0.54.0", "orjson==3.13.0", "pybase64==1.5.1"
 PLANNERS = ["anthropic==2.10.0", "mcp==2.3.0", "claude-agent-sdk==0.2.184", "httpx>=0.28"]
 DASHBOARD = ["starlette>=0.46", "uvicorn==0.54.0"]
 # playwright drives Debian's Chromium (apt, installed by scripts/setup.sh); never `playwright install`.
-# jsonschema is the reference validator the tools' published schemas are checked against (test/core).
 DEV = [
-    "pytest>=8", "pytest-timeout==2.4.0", "hypothesis>=6.100", "jsonschema==4.26.0", "ruff==0.17.5", "playwright==1.65.2"
+    "pytest>=8", "pytest-timeout==2.4.0", "hypothesis>=6.100", "ruff==0.17.5", "playwright==1.65.2"
 ]
 
 setup(

@@ -1,13 +1,18 @@
-"""What the ROS 2 action path adds per tool call, against the same toolkit called directly.
+"""What the ROS 2 action path adds per tool call, against a bare rclpy action server in the same run.
 
-A toy toolkit_node is spun in this process; a RosToolkit client (the planner_node/dashboard/MCP
-bridge client) calls it over DDS on loopback. Measured, sequentially, N calls each:
+A toy toolkit_node and a bare rclpy CallTool server (a no-op execute callback, rclpy's defaults) are
+spun in this process; the same RosToolkit client (the planner_node/dashboard/MCP bridge client) calls
+both over DDS on loopback, first from this process, then (--cross-process, the default) from a child
+process. Measured, sequentially, N calls each:
 
-- direct: `toolkit.execute_tool` on the node's own toolkit (the floor);
-- ros:    `RosToolkit.execute_tool` -> CallTool goal -> result (feedback included);
-- cancel: a slow toy move cancelled through ROS, from the cancel request to the goal's result.
+- direct:  `toolkit.execute_tool` on the node's own toolkit (no ROS at all);
+- bare:    a CallTool goal -> result on the bare server (the floor of any rclpy action);
+- toolkit: `RosToolkit.execute_tool("get_state")` -> CallTool goal -> result on the toolkit node;
+- cancel:  a slow toy move_to (a valid target: the toy refuses x < 0) cancelled once it runs, from the
+           cancel request to the goal's result; the floor cancels a bare goal that waits for its cancel.
 
-Needs a sourced ROS 2 with this package built by colcon (see docs/ros.md); confine DDS to loopback first.
+Ratios are to the bare server's figures; the goal is a toolkit round trip within 1.5x the bare one.
+Needs a sourced ROS 2 with this package built by colcon (see docs/ros.md); confine DDS to loopback.
 
 Run: source <ros2>/setup.bash && source <ws>/install/setup.bash && python bench/bench_ros.py [--calls 200]
 """
@@ -15,12 +20,18 @@ Run: source <ros2>/setup.bash && source <ws>/install/setup.bash && python bench/
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
 import time
+from pathlib import Path
 from typing import Any
+
+BARE = "/bench_bare"
+SLOW_MOVES = ({"x_m": 0.5, "y_m": 0.2}, {"x_m": 0.1, "y_m": 0.2})  # 0.4 m apart: 8 s at the toy's 0.05 m/s
 
 
 def _timed(fn: Any, n: int) -> list[float]:
@@ -32,10 +43,117 @@ def _timed(fn: Any, n: int) -> list[float]:
     return times
 
 
+def _cancel_latencies(remote: Any, n: int) -> list[float]:
+    """Cancel -> result of a move that is running (the toy moves; the bare server waits for the cancel)."""
+    latencies = []
+    for i in range(n):
+        running = threading.Event()
+        call = remote.submit("move_to", SLOW_MOVES[i % 2],
+                             on_stage=lambda stage, *_, ev=running: stage == "running" and ev.set())
+        if not running.wait(10):
+            raise RuntimeError(f"move_to {SLOW_MOVES[i % 2]} did not start: {call.result(timeout=1)}")
+        started = time.perf_counter()
+        call.cancel()
+        result = call.result(timeout=30)
+        latencies.append(time.perf_counter() - started)
+        if not (result.is_error and "cancel" in result.error):
+            raise RuntimeError(f"the cancel of move_to {SLOW_MOVES[i % 2]} did not stop it: {result}")
+    return latencies
+
+
+def _measure(node: Any, calls: int, cancels: int) -> dict[str, list[float]]:
+    """Client side: the same RosToolkit pattern against the bare server and the toolkit node."""
+    from rpent_ros.toolkit_client import RosToolkit
+
+    bare, toolkit = RosToolkit(node, BARE), RosToolkit(node, "/toolkit")
+    for remote in (bare, toolkit):
+        remote.wait_ready(30)
+        for _ in range(10):  # warm up discovery and both paths
+            remote.execute_tool("get_state", {})
+    figures = {"bare": _timed(lambda: bare.execute_tool("get_state", {}), calls),
+               "toolkit": _timed(lambda: toolkit.execute_tool("get_state", {}), calls)}
+    figures["bare_cancel"] = _cancel_latencies(bare, cancels)
+    figures["toolkit_cancel"] = _cancel_latencies(toolkit, cancels)
+    return figures
+
+
+def _bare_server(node: Any, tools_json: str) -> Any:
+    """A CallTool server with rclpy's defaults: get_state succeeds at once, move_to runs until cancelled."""
+    from rclpy.action import ActionServer, CancelResponse
+    from rclpy.callback_groups import ReentrantCallbackGroup
+
+    from rpent.action import CallTool
+    from rpent.srv import ListTools
+
+    cancelled: dict[bytes, threading.Event] = {}
+
+    def execute(goal_handle: Any) -> Any:
+        if goal_handle.request.tool == "move_to":
+            event = cancelled.setdefault(bytes(goal_handle.goal_id.uuid), threading.Event())
+            goal_handle.publish_feedback(CallTool.Feedback(stage="running"))
+            event.wait(30)
+            goal_handle.canceled()
+            return CallTool.Result(is_error=True, error="cancelled: ROS cancel request")
+        goal_handle.succeed()
+        return CallTool.Result(result_json="{}")
+
+    def cancel(goal_handle: Any) -> Any:
+        cancelled.setdefault(bytes(goal_handle.goal_id.uuid), threading.Event()).set()
+        return CancelResponse.ACCEPT
+
+    def list_tools(_request: Any, response: Any) -> Any:
+        response.tools_json = tools_json
+        return response
+
+    group = ReentrantCallbackGroup()
+    node.create_service(ListTools, f"{BARE}/list_tools", list_tools, callback_group=group)
+    return ActionServer(node, CallTool, f"{BARE}/call_tool", execute, cancel_callback=cancel, callback_group=group)
+
+
+def _client_process(args: argparse.Namespace) -> int:
+    import rclpy
+    from rclpy.executors import MultiThreadedExecutor
+    from rclpy.node import Node
+
+    from rpent_ros.spinning import BackgroundSpin
+
+    rclpy.init()
+    node = Node("bench_remote_client")
+    executor = MultiThreadedExecutor(num_threads=4)
+    executor.add_node(node)
+    spinning = BackgroundSpin(executor)
+    try:
+        figures = _measure(node, args.calls, args.cancels)
+    finally:
+        spinning.stop()
+        node.destroy_node()
+        rclpy.try_shutdown()
+    Path(args.client_report).write_text(json.dumps(figures))
+    return 0
+
+
+def _ms(values: list[float]) -> str:
+    ordered = sorted(values)
+    return f"median {statistics.median(values) * 1e3:7.2f} ms   p90 {ordered[max(int(len(ordered) * 0.9) - 1, 0)] * 1e3:7.2f} ms"
+
+
+def _report(where: str, figures: dict[str, list[float]], calls: int, cancels: int) -> None:
+    bare, toolkit = statistics.median(figures["bare"]), statistics.median(figures["toolkit"])
+    bare_cancel, toolkit_cancel = statistics.median(figures["bare_cancel"]), statistics.median(figures["toolkit_cancel"])
+    print(f"{where}: get_state x{calls}, cancel x{cancels}")
+    print(f"  bare rclpy action round trip    {_ms(figures['bare'])}")
+    print(f"  toolkit CallTool round trip     {_ms(figures['toolkit'])}   {toolkit / bare:.2f}x bare"
+          f" (goal <= 1.5x: {'met' if toolkit <= 1.5 * bare else 'NOT met'})")
+    print(f"  bare cancel -> result           {_ms(figures['bare_cancel'])}")
+    print(f"  toolkit cancel -> result        {_ms(figures['toolkit_cancel'])}   {toolkit_cancel / bare_cancel:.2f}x bare")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--cancels", type=int, default=10)
+    parser.add_argument("--in-process-only", action="store_true", help="skip the client in a child process")
+    parser.add_argument("--client-report", help=argparse.SUPPRESS)  # set for the child process
     args = parser.parse_args()
     try:
         import rclpy
@@ -43,59 +161,53 @@ def main() -> int:
         from rclpy.node import Node
         from rclpy.parameter import Parameter
 
+        from rpent_ros.conversions import tools_json
         from rpent_ros.spinning import BackgroundSpin
-        from rpent_ros.toolkit_client import RosToolkit
         from rpent_ros.toolkit_node import ToolkitNode
     except ImportError as exc:
         print(f"skipped: {exc} (source ROS 2 and the colcon workspace of this package)")
         return 0
+    if args.client_report:
+        return _client_process(args)
 
     rclpy.init()
     with tempfile.TemporaryDirectory() as tmp:
         node = ToolkitNode(parameter_overrides=[Parameter("robot", value="toy"), Parameter("output_dir", value=tmp),
                                                 Parameter("speed", value=0.05)])
+        bare_node = Node("bench_bare")
+        server = _bare_server(bare_node, tools_json([t for t in node.toolkit.list_tools() if t.name in ("get_state", "move_to")]))
         client_node = Node("bench_client")
         # One executor per side, as in a deployment where they are separate processes.
-        server_executor, client_executor = MultiThreadedExecutor(num_threads=16), MultiThreadedExecutor(num_threads=4)
+        server_executor, client_executor = MultiThreadedExecutor(num_threads=8), MultiThreadedExecutor(num_threads=4)
         server_executor.add_node(node)
+        server_executor.add_node(bare_node)
         client_executor.add_node(client_node)
         spinnings = [BackgroundSpin(server_executor), BackgroundSpin(client_executor)]
         try:
-            remote = RosToolkit(client_node, "/toolkit")
-            remote.wait_ready(30)
-            for _ in range(10):  # warm up discovery and both paths
-                remote.execute_tool("get_state", {})
+            for _ in range(10):
                 node.toolkit.execute_tool("get_state", {})
             direct = _timed(lambda: node.toolkit.execute_tool("get_state", {}), args.calls)
-            ros = _timed(lambda: remote.execute_tool("get_state", {}), args.calls)
-            cancels = []
-            for i in range(args.cancels):
-                running = threading.Event()
-                call = remote.submit("move_to", {"x_m": 0.3 if i % 2 else -0.3, "y_m": 0.2},
-                                     on_stage=lambda stage, *_, ev=running: stage == "running" and ev.set())
-                running.wait(10)
-                started = time.perf_counter()
-                call.cancel()
-                call.result(timeout=30)
-                cancels.append(time.perf_counter() - started)
+            in_process = _measure(client_node, args.calls, args.cancels)
+            cross = None
+            if not args.in_process_only:
+                report = Path(tmp) / "client.json"
+                subprocess.run([sys.executable, str(Path(__file__).resolve()), "--calls", str(args.calls),
+                                "--cancels", str(args.cancels), "--client-report", str(report)],
+                               check=True, cwd=tmp, timeout=600)
+                cross = json.loads(report.read_text())
         finally:
             node.shutdown()
             for spinning in spinnings:
                 spinning.stop()
-            node.destroy_node()
-            client_node.destroy_node()
+            server.destroy()
+            for each in (node, bare_node, client_node):
+                each.destroy_node()
             rclpy.try_shutdown()
 
-    def ms(values: list[float]) -> str:
-        ordered = sorted(values)
-        return (f"median {statistics.median(values) * 1e3:7.2f} ms   p90 {ordered[int(len(ordered) * 0.9) - 1] * 1e3:7.2f} ms")
-
-    floor = statistics.median(direct)
-    print(f"get_state x{args.calls} (readonly, toy robot)")
-    print(f"  direct toolkit.execute_tool   {ms(direct)}")
-    print(f"  ROS CallTool via RosToolkit   {ms(ros)}   +{(statistics.median(ros) - floor) * 1e3:.2f} ms per call"
-          f" ({statistics.median(ros) / floor:.1f}x the floor)")
-    print(f"cancel -> goal result x{args.cancels}   {ms(cancels)}")
+    print(f"direct toolkit.execute_tool (no ROS)   {_ms(direct)}")
+    _report("in-process client", in_process, args.calls, args.cancels)
+    if cross is not None:
+        _report("cross-process client", cross, args.calls, args.cancels)
     return 0
 
 

@@ -5,7 +5,8 @@
     ros2 action send_goal /toolkit/call_tool rpent/action/CallTool "{tool: move_by, arguments_json: '{\"dz_m\": 0.05}'}"
 
 Goals go into the toolkit's own scheduler when accepted (read-only goals overlap, exclusive goals
-queue in order); a ROS cancel cancels exactly that goal's call.
+queue in order); a ROS cancel cancels exactly that goal's call (rpent_ros/toolkit_goals.py); how each
+goal ends is one rule (rpent_ros/goal_status.py).
 """
 
 from __future__ import annotations
@@ -14,43 +15,44 @@ import json
 import logging
 import signal
 import threading
-from functools import partial
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import rclpy
-from rclpy.action import ActionServer, CancelResponse, GoalResponse
-from rclpy.action.server import ServerGoalHandle
+from geometry_msgs.msg import PoseStamped
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.signals import SignalHandlerOptions
-from sensor_msgs.msg import CompressedImage
 
-from rpent.action import CallTool
 from rpent.cli.logs import FanOutSink, ProgressSink
 from rpent.cli.run import default_output_dir
-from rpent.robot import load_robot
+from rpent.robot import ConfigError, load_robot
 from rpent.srv import CloseTask, GetStatus, ListTools, NewTask
-from rpent.tools import ToolCall, ToolResult
 from rpent.tools.record import adopt_segment, open_segment
 from rpent_ros.approval import DEFAULT_SERVICE, RosApprovalChannel
-from rpent_ros.conversions import GoalError, feedback_fields, parse_goal, result_fields, tools_json
+from rpent_ros.conversions import tools_json
 from rpent_ros.events import RosEventSink
+from rpent_ros.goal_qos import MAX_GOALS
 from rpent_ros.logging_bridge import forward_python_logging
 from rpent_ros.params import namespace_from_params
 from rpent_ros.runtime_nodes import start_inprocess_telemetry
 from rpent_ros.signals import shield_shutdown
 from rpent_ros.spinning import BackgroundSpin
+from rpent_ros.toolkit_goals import ToolkitGoals
 
 log = logging.getLogger("rpent.toolkit_node")
+NODE_ONLY = ("max_goals",)  # parameters of this node that are not robot flags
 
 
 class ToolkitNode(Node):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("toolkit", automatically_declare_parameters_from_overrides=True, **kwargs)
         params = {name: p.value for name, p in self.get_parameters_by_prefix("").items()}
+        max_goals = _max_goals(params.get("max_goals", MAX_GOALS))
+        params = {k: v for k, v in params.items() if k not in NODE_ONLY}
         robot_name = self.get_parameter_or("robot", Parameter("robot", value="toy")).value
         self.robot = load_robot(robot_name)
         self.spec = self.robot.get_robot_spec()
@@ -91,82 +93,20 @@ class ToolkitNode(Node):
             raise ValueError(f"parameter runtime_mode: must be 'inprocess' or 'ros', got {self.runtime_mode!r}")
         self.toolkit = self.robot.get_toolkit(runtime_kwargs=self.runtime_kwargs, dashboard_events=self.events, config=self.config)
 
-        self._calls: dict[bytes, ToolCall | GoalError] = {}
-        self._lock = threading.Lock()
+        # Serialises record swaps (~/new_task, ~/close_task), which wait for running calls. Goals and
+        # cancels never take it: they only read self.toolkit, which a swap replaces in one step.
+        self._task_lock = threading.Lock()
+        self.goals = ToolkitGoals(self, lambda: self.toolkit, [t.name for t in self.toolkit.list_tools()],
+                                  max_goals=max_goals, poses=_arm_poses(self, self.runtime_kwargs.get("runtime")))
         group = ReentrantCallbackGroup()
-        self._servers = [self._action_server("~/call_tool", None, group)]
-        for tool in self.toolkit.list_tools():
-            self._servers.append(self._action_server(f"~/tools/{tool.name}", tool.name, group))
         self.create_service(ListTools, "~/list_tools", self._list_tools, callback_group=group)
         self.create_service(GetStatus, "~/status", self._status, callback_group=group)
         self.create_service(NewTask, "~/new_task", self._new_task, callback_group=group)
         self.create_service(CloseTask, "~/close_task", self._close_task, callback_group=group)
         self._tasks = 1
         self.get_logger().info(
-            f"robot '{self.spec.name}': {len(self._servers) - 1} tools served; record in {self.config.output_dir}"
+            f"robot '{self.spec.name}': {len(self.goals.servers) - 1} tools served; record in {self.config.output_dir}"
         )
-
-    def _action_server(self, name: str, served: str | None, group: ReentrantCallbackGroup) -> ActionServer:
-        return ActionServer(
-            self,
-            CallTool,
-            name,
-            execute_callback=self._execute,
-            goal_callback=lambda _goal: GoalResponse.ACCEPT,
-            handle_accepted_callback=partial(self._accepted, served),
-            cancel_callback=self._cancel,
-            callback_group=group,
-        )
-
-    # Goals are submitted to the toolkit the moment they are accepted, so the toolkit's queue order
-    # is the acceptance order; execute_callback only waits for the result.
-    def _accepted(self, served: str | None, goal_handle: ServerGoalHandle) -> None:
-        key = bytes(goal_handle.goal_id.uuid)
-        try:
-            goal = parse_goal(goal_handle.request.tool, goal_handle.request.arguments_json, served_tool=served)
-            entry: ToolCall | GoalError = self.toolkit.submit(
-                goal.tool, goal.arguments, on_stage=partial(self._feedback, goal_handle)
-            )
-        except GoalError as exc:
-            entry = exc
-        with self._lock:
-            self._calls[key] = entry
-        goal_handle.execute()
-
-    def _feedback(self, goal_handle: ServerGoalHandle, stage: str, message: str, progress: float | None) -> None:
-        goal_handle.publish_feedback(CallTool.Feedback(**feedback_fields(stage, message, progress)))
-
-    def _cancel(self, goal_handle: ServerGoalHandle) -> CancelResponse:
-        with self._lock:
-            entry = self._calls.get(bytes(goal_handle.goal_id.uuid))
-        if isinstance(entry, ToolCall):
-            entry.cancel("ROS cancel request")
-        return CancelResponse.ACCEPT
-
-    def _execute(self, goal_handle: ServerGoalHandle) -> CallTool.Result:
-        key = bytes(goal_handle.goal_id.uuid)
-        with self._lock:
-            entry = self._calls[key]
-        try:
-            # The entry stays registered while the call runs: a ROS cancel looks it up.
-            result = ToolResult(error=str(entry)) if isinstance(entry, GoalError) else entry.result()
-        finally:
-            with self._lock:
-                self._calls.pop(key, None)
-        fields = result_fields(result)
-        message = CallTool.Result(
-            is_error=fields["is_error"],
-            error=fields["error"],
-            result_json=fields["result_json"],
-            images=[CompressedImage(format=fmt, data=data) for fmt, data in fields["images"]],
-        )
-        if goal_handle.is_cancel_requested and result.is_error:
-            goal_handle.canceled()
-        elif isinstance(entry, GoalError):
-            goal_handle.abort()
-        else:
-            goal_handle.succeed()
-        return message
 
     def _list_tools(self, request: ListTools.Request, response: ListTools.Response) -> ListTools.Response:
         response.tools_json = tools_json(self.toolkit.list_tools())
@@ -174,7 +114,7 @@ class ToolkitNode(Node):
 
     def _new_task(self, request: NewTask.Request, response: NewTask.Response) -> NewTask.Response:
         """Close the current record and start a fresh toolkit, so the next planner starts clean."""
-        with self._lock:
+        with self._task_lock:
             output_dir = request.output_dir or str(self._next_default_dir())
             try:
                 self._reopen(Path(output_dir))
@@ -196,7 +136,7 @@ class ToolkitNode(Node):
     def _reopen(self, output_dir: Path) -> Path | None:
         """Close the current record (running calls finish, the video is saved) and open one in `output_dir`.
 
-        Returns the closed record's episode video. Call with `_lock` held. `output_dir` must be new or
+        Returns the closed record's episode video. Call with `_task_lock` held. `output_dir` must be new or
         empty, or claimed by the node that asked for it (the dashboard node's task folder, where it
         writes run.log and result.json); anything else is refused (RecordError) before the current
         record is closed, so the node keeps serving it.
@@ -210,7 +150,7 @@ class ToolkitNode(Node):
 
     def _close_task(self, request: CloseTask.Request, response: CloseTask.Response) -> CloseTask.Response:
         """Write the recipe (if tagged), close the record, open a fresh one; then announce it on ~/events."""
-        with self._lock:
+        with self._task_lock:
             closed_dir = self.config.output_dir
             recipe = None
             try:
@@ -250,6 +190,34 @@ class ToolkitNode(Node):
                 self.spec.stop_runtime(self.runtime_kwargs)
 
 
+def _max_goals(value: Any) -> int:
+    if type(value) is not int or value < 1:
+        raise ConfigError(f"parameter max_goals: must be an integer >= 1 (unfinished goals held), got {value!r}")
+    return value
+
+
+def _arm_poses(node: Node, runtime: Any) -> Callable[[], list[PoseStamped]] | None:
+    """Each arm's TCP pose in its base frame `<arm>_link0` (the frame rviz shows it in), for goal feedback."""
+    arms = getattr(runtime, "arms", None)
+    if not isinstance(arms, dict) or not arms:
+        return None
+
+    def read() -> list[PoseStamped]:
+        stamp = node.get_clock().now().to_msg()
+        poses = []
+        for name, arm in arms.items():
+            pose = arm.state().pose
+            msg = PoseStamped()
+            msg.header.stamp, msg.header.frame_id = stamp, f"{name}_link0"
+            msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = pose.position
+            o = msg.pose.orientation
+            o.x, o.y, o.z, o.w = pose.quaternion
+            poses.append(msg)
+        return poses
+
+    return read
+
+
 def main(args: list[str] | None = None) -> None:
     # The executor keeps spinning while the node shuts down: with the arms in runtime nodes, stopping a
     # motion and hearing that it stopped are ROS messages. So rclpy's own handler (which would shut
@@ -261,8 +229,9 @@ def main(args: list[str] | None = None) -> None:
     stopping = threading.Event()
     try:
         node = ToolkitNode()  # Ctrl-C while it connects is a plain KeyboardInterrupt
-        # Each goal's execute callback blocks until its call ends: give the executor threads to spare.
-        executor = MultiThreadedExecutor(num_threads=16)
+        # Goals hold no thread (see toolkit_goals); the threads serve cancels (whose stop hooks may call
+        # runtime nodes and wait for their answer), services, feedback and telemetry.
+        executor = MultiThreadedExecutor(num_threads=8)
         executor.add_node(node)
         spinning = BackgroundSpin(executor)
         for sig in (signal.SIGINT, signal.SIGTERM):

@@ -57,6 +57,7 @@ IMPORT_KEYS: dict[str, Need] = {
     "cv2": Need("python3-opencv"),
     "docstring_parser": Need("python3-docstring-parser"),
     "orjson": Need("python3-orjson"),
+    "jsonschema": Need("python3-jsonschema"),
     "pydantic": Need("python3-pydantic-pip"),
     "av": Need("python3-av-pip"),
     "pybase64": Need("python3-pybase64-pip"),
@@ -86,8 +87,10 @@ RUN_TIME_WITHOUT_IMPORT = {
 ROSDISTRO_SYSTEM_KEYS = {
     "python3-numpy", "python3-yaml", "python3-pil", "python3-opencv", "python3-docstring-parser",
     "python3-orjson", "python3-mcp-pip", "python3-scipy", "python3-pytest", "python3-pytest-timeout",
+    "python3-jsonschema",
 }
-ROSDISTRO_PIP_PACKAGES = {"python3-mcp-pip": "mcp", "python3-orjson": "orjson", "python3-docstring-parser": "docstring-parser"}
+ROSDISTRO_PIP_PACKAGES = {"python3-mcp-pip": "mcp", "python3-orjson": "orjson", "python3-docstring-parser": "docstring-parser",
+                          "python3-jsonschema": "jsonschema"}
 RUN_TIME_KINDS = ("depend", "exec_depend")
 BUILD_KINDS = ("depend", "build_depend", "buildtool_depend")
 

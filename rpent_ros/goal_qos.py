@@ -1,0 +1,37 @@
+"""QoS of the CallTool actions, sized for the goals a toolkit node holds.
+
+rclpy's action services default to a history of 10 requests: a burst of more goal (or result, or
+cancel) requests than that, arriving faster than the node takes them, silently loses the oldest ones
+and their clients wait for an answer that never comes. Both ends keep as many requests as a node
+accepts unfinished goals (at least MAX_GOALS); goals past that limit are refused, not lost. One client
+sending more than MAX_GOALS goals at once would still lose the oldest: its own writer keeps that many.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+#: Unfinished goals a toolkit node holds by default (parameter max_goals); RosToolkit sizes its end alike.
+MAX_GOALS = 256
+
+
+def _requests(depth: int) -> QoSProfile:
+    # rclpy's services default, with room for `depth` requests in flight.
+    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth, reliability=ReliabilityPolicy.RELIABLE,
+                      durability=DurabilityPolicy.VOLATILE)
+
+
+def call_tool_server_qos(depth: int = MAX_GOALS) -> dict[str, Any]:
+    """Keyword arguments for rclpy's ActionServer."""
+    profile = _requests(depth)
+    return {"goal_service_qos_profile": profile, "result_service_qos_profile": profile,
+            "cancel_service_qos_profile": profile, "feedback_pub_qos_profile": profile}
+
+
+def call_tool_client_qos(depth: int = MAX_GOALS) -> dict[str, Any]:
+    """Keyword arguments for rclpy's ActionClient."""
+    profile = _requests(depth)
+    return {"goal_service_qos_profile": profile, "result_service_qos_profile": profile,
+            "cancel_service_qos_profile": profile, "feedback_sub_qos_profile": profile}

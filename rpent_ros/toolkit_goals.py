@@ -1,0 +1,256 @@
+"""The CallTool goals of a toolkit node: an action server per tool and one for any tool, each goal's
+call in the toolkit's scheduler, its cancel, its feedback and its final status (rpent_ros/goal_status.py).
+
+Feedback goes out five times a second (stage changes of queued goals, and everything about running
+ones), so a call that is over within a tick sends only its "done" feedback. No executor thread waits
+for a call. A goal is submitted to the toolkit the moment it is accepted, so
+the toolkit's queue order is the acceptance order, and it is executed (rclpy's word for: its result is
+sent) from the call's done callback, when there is nothing left to wait for. Queued and running goals
+hold only their entry here, so cancels, services and new goals are always served. A goal's ROS status
+stays ACCEPTED until its call ends; its feedback stage says whether it is queued or running.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+from geometry_msgs.msg import PoseStamped
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.action.server import ServerGoalHandle
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.node import Node
+from sensor_msgs.msg import CompressedImage
+
+from rpent.action import CallTool
+from rpent.tools import ToolCall, ToolResult
+from rpent.tools.result import describe_exception
+from rpent_ros.conversions import GoalError, feedback_fields, parse_goal, result_fields
+from rpent_ros.goal_qos import MAX_GOALS, call_tool_server_qos
+from rpent_ros.goal_status import ABORTED, CANCELED, SUCCEEDED, done_message, goal_outcome
+
+log = logging.getLogger(__name__)
+
+CANCEL_REASON = "ROS cancel request"
+FEEDBACK_HZ = 5.0  # while a call runs: ros2cli acts on Ctrl-C only when a message arrives (ros2/ros2cli#1063)
+# A cancel answered ACCEPT moves the goal to CANCELING just after the cancel callback returns; a call
+# that ended inside that callback (a queued call is dropped at once) waits for that, never longer.
+_SETTLE_S = 5.0
+_APPLYING = "applying"
+
+
+class _NextTurn:
+    """Awaited by an execute callback: hands the thread back until the executor's next round."""
+
+    def __await__(self) -> Any:
+        yield
+
+
+class _Goal:
+    """One accepted goal. `lock` guards what the toolkit's threads and the executor's share."""
+
+    __slots__ = ("call", "cancel", "cancel_reached", "handle", "lock", "message", "progress", "reported", "result",
+                 "running_since", "stage")
+
+    def __init__(self, handle: ServerGoalHandle) -> None:
+        self.handle = handle
+        self.lock = threading.Lock()
+        self.call: ToolCall | None = None  # None until toolkit.submit() returned
+        self.result: ToolResult | None = None  # set once: the goal is then executed
+        # The answer to a ROS cancel: None (none asked), _APPLYING, or the CancelResponse given.
+        self.cancel: Any = None
+        self.cancel_reached = False  # the cancel reached the call before it ended
+        self.stage, self.message, self.progress = "accepted", "", None
+        self.reported = True  # the current stage was published (the first real one is not yet known)
+        self.running_since: float | None = None
+
+
+class ToolkitGoals:
+    """Serves `~/call_tool` and `~/tools/<tool>` of `node` against `toolkit()` (the node's current toolkit).
+
+    At most `max_goals` unfinished goals are held; more are refused (and the action QoS keeps at least
+    that many requests, so a burst up to it is never lost). `poses()` gives each arm's pose for the
+    periodic feedback of running calls.
+    """
+
+    def __init__(self, node: Node, toolkit: Callable[[], Any], tool_names: list[str], *, max_goals: int = MAX_GOALS,
+                 poses: Callable[[], list[PoseStamped]] | None = None) -> None:
+        self.node = node
+        self._toolkit = toolkit
+        self.max_goals = max_goals
+        self._poses = poses
+        self._goals: dict[bytes, _Goal] = {}
+        self._holding = 0  # goals accepted and not yet finished
+        self._lock = threading.Lock()
+        group = ReentrantCallbackGroup()
+        # Room for a burst past max_goals too: goals beyond it must arrive to be refused.
+        qos = call_tool_server_qos(max(max_goals, MAX_GOALS))
+        self.servers = [self._server("~/call_tool", None, group, qos)]
+        self.servers += [self._server(f"~/tools/{name}", name, group, qos) for name in tool_names]
+        # A group of its own: a slow pose reading (arms in runtime nodes) delays only the next tick.
+        self._ticker = node.create_timer(1.0 / FEEDBACK_HZ, self._tick, callback_group=MutuallyExclusiveCallbackGroup())
+        self._pose_failed = False
+
+    def _server(self, name: str, served: str | None, group: ReentrantCallbackGroup, qos: dict[str, Any]) -> ActionServer:
+        return ActionServer(
+            self.node, CallTool, name,
+            execute_callback=self._execute,
+            goal_callback=self._admit,
+            handle_accepted_callback=partial(self._accepted, served),
+            cancel_callback=self._cancel,
+            callback_group=group,
+            **qos,
+        )
+
+    # ---- goal life cycle ---------------------------------------------------------------------
+
+    def _admit(self, _request: Any) -> GoalResponse:
+        with self._lock:
+            if self._holding >= self.max_goals:
+                refused = True
+            else:
+                # Counted from here: rclpy then accepts the goal and calls _accepted (if rcl fails to
+                # create its handle in between, which it does only when out of memory, one place is lost).
+                self._holding += 1
+                refused = False
+        if refused:
+            self.node.get_logger().warning(
+                f"goal refused: {self.max_goals} goals are unfinished (parameter max_goals)", throttle_duration_sec=5.0)
+            return GoalResponse.REJECT
+        return GoalResponse.ACCEPT
+
+    def _accepted(self, served: str | None, handle: ServerGoalHandle) -> None:
+        goal = _Goal(handle)
+        with self._lock:  # registered before the call exists: a cancel from now on finds it
+            self._goals[bytes(handle.goal_id.uuid)] = goal
+        try:
+            parsed = parse_goal(handle.request.tool, handle.request.arguments_json, served_tool=served)
+            call = self._toolkit().submit(parsed.tool, parsed.arguments, on_stage=partial(self._on_stage, goal))
+        except GoalError as exc:
+            self._finish(goal, ToolResult(error=str(exc)))
+            return
+        except Exception as exc:  # submit never raises by contract; a thread that cannot start still ends the goal
+            log.exception("goal for %r could not be submitted", handle.request.tool)
+            self._finish(goal, ToolResult(error=f"internal error: {describe_exception(exc)}"))
+            return
+        with goal.lock:
+            pending = goal.cancel is CancelResponse.ACCEPT  # cancelled while submit() ran
+            if not pending:
+                goal.call = call
+        if pending:
+            reached = call.cancel(CANCEL_REASON)
+            with goal.lock:
+                goal.cancel_reached, goal.call = reached, call
+        if call.done():  # finished before it was attached (refused, or dropped by the cancel just applied)
+            self._finish(goal, call.result())
+
+    def _on_stage(self, goal: _Goal, stage: str, message: str, progress: float | None) -> None:
+        if stage == "done":
+            with goal.lock:
+                call = goal.call
+            if call is not None:  # else _accepted finishes the goal once it holds the call
+                self._finish(goal, call.result())
+            return
+        with goal.lock:  # published by the next tick: a call done by then (most reads) sends only "done"
+            if stage == "running" and goal.running_since is None:
+                goal.running_since = time.monotonic()
+            goal.stage, goal.message, goal.progress, goal.reported = stage, message, progress, False
+
+    def _finish(self, goal: _Goal, result: ToolResult) -> None:
+        with goal.lock:
+            if goal.result is not None:
+                return
+            goal.result = result
+        goal.handle.execute()  # from whichever thread ended the call; _execute runs at once
+
+    async def _execute(self, handle: ServerGoalHandle) -> CallTool.Result:
+        key = bytes(handle.goal_id.uuid)
+        with self._lock:
+            goal = self._goals[key]
+        deadline = time.monotonic() + _SETTLE_S
+        while not self._settled(goal) and time.monotonic() < deadline:
+            await _NextTurn()
+        with goal.lock:
+            result = goal.result
+            cancelled = goal.cancel is CancelResponse.ACCEPT and goal.cancel_reached
+        assert result is not None
+        outcome = goal_outcome(is_error=result.is_error, cancel_reached_call=cancelled)
+        if outcome == CANCELED and not handle.is_cancel_requested:
+            outcome = ABORTED  # ROS has no CANCELED without CANCELING first (never seen: see _SETTLE_S)
+        with goal.lock:
+            goal.stage, goal.message = "done", done_message(outcome, result.error)
+            self._publish(goal, [])
+        {SUCCEEDED: handle.succeed, ABORTED: handle.abort, CANCELED: handle.canceled}[outcome]()
+        with self._lock:
+            del self._goals[key]
+            self._holding -= 1
+        fields = result_fields(result)
+        return CallTool.Result(
+            is_error=fields["is_error"], error=fields["error"], result_json=fields["result_json"],
+            images=[CompressedImage(format=fmt, data=data) for fmt, data in fields["images"]],
+        )
+
+    @staticmethod
+    def _settled(goal: _Goal) -> bool:
+        with goal.lock:
+            answer = goal.cancel
+        return answer is not _APPLYING and (answer is not CancelResponse.ACCEPT or goal.handle.is_cancel_requested)
+
+    # ---- cancel ------------------------------------------------------------------------------
+
+    def _cancel(self, handle: ServerGoalHandle) -> CancelResponse:
+        """Accept exactly the cancels that reach the call; waits for nothing but the toolkit."""
+        with self._lock:
+            goal = self._goals.get(bytes(handle.goal_id.uuid))
+        if goal is None:
+            return CancelResponse.REJECT
+        with goal.lock:
+            if goal.result is not None or goal.cancel is not None:
+                return CancelResponse.REJECT  # over already, or a cancel of it is being answered
+            if goal.call is None:
+                goal.cancel = CancelResponse.ACCEPT  # _accepted applies it as soon as the call exists
+                return CancelResponse.ACCEPT
+            goal.cancel, call = _APPLYING, goal.call
+        reached = call.cancel(CANCEL_REASON)  # a queued call is dropped, a running one stopped
+        answer = CancelResponse.ACCEPT if reached else CancelResponse.REJECT
+        with goal.lock:
+            goal.cancel, goal.cancel_reached = answer, reached
+        return answer
+
+    # ---- feedback ----------------------------------------------------------------------------
+
+    def _publish(self, goal: _Goal, poses: list[PoseStamped]) -> None:
+        """Send the goal's current stage (call with goal.lock held, so a later stage never overtakes it)."""
+        elapsed = time.monotonic() - goal.running_since if goal.running_since is not None else 0.0
+        goal.handle.publish_feedback(CallTool.Feedback(
+            **feedback_fields(goal.stage, goal.message, goal.progress), elapsed_s=elapsed, poses=poses))
+
+    def _tick(self) -> None:
+        """Feedback of every unfinished goal: running ones each tick, queued ones when their stage changed."""
+        with self._lock:
+            due = [g for g in self._goals.values() if g.result is None and (g.running_since is not None or not g.reported)]
+        if not due:
+            return
+        poses = self._read_poses() if any(g.running_since is not None for g in due) else []
+        for goal in due:
+            with goal.lock:
+                if goal.result is None:  # its "done" feedback is sent with its status
+                    self._publish(goal, poses if goal.running_since is not None else [])
+                    goal.reported = True
+
+    def _read_poses(self) -> list[PoseStamped]:
+        if self._poses is None:
+            return []
+        try:
+            poses = self._poses()
+        except Exception as exc:  # feedback goes on without poses; said once
+            if not self._pose_failed:
+                self._pose_failed = True
+                log.warning("goal feedback: arm poses unavailable: %s", describe_exception(exc))
+            return []
+        self._pose_failed = False
+        return poses
