@@ -283,3 +283,16 @@ def test_project_rosdep_key_installs_the_pip_distribution_setup_py_pins(key):
 @pytest.mark.parametrize("key", sorted(ROSDISTRO_PIP_PACKAGES))
 def test_rosdistro_python_key_installs_a_distribution_setup_py_requires(key):
     assert normalized(ROSDISTRO_PIP_PACKAGES[key]) in setup_requirements()
+
+
+def test_package_xml_pytest_range_holds_the_pytest_setup_py_pins_for_the_ros_tests():
+    from packaging.specifiers import SpecifierSet
+
+    pins = re.findall(r'"pytest==([0-9.]+)"', (ROOT / "setup.py").read_text(encoding="utf-8"))
+    assert len(pins) == 1, "setup.py pins pytest once (the dev extra), to the version the ROS tests run with"
+    (element,) = [e for e in manifest() if e.tag == "test_depend" and (e.text or "").strip() == "python3-pytest"]
+    words = {"version_gte": ">=", "version_gt": ">", "version_lt": "<", "version_lte": "<=", "version_eq": "=="}
+    allowed = SpecifierSet(",".join(f"{words[name]}{value}" for name, value in element.attrib.items()))
+    assert element.attrib and pins[0] in allowed, f"package.xml allows pytest {allowed}, setup.py pins {pins[0]}"
+    # Jazzy's launch_testing / launch_pytest fail to load with pytest 8.4 and later.
+    assert "8.4.0" not in allowed and "9.2.0" not in allowed
