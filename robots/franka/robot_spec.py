@@ -25,6 +25,7 @@ from rpent.robot import (
     TaskField,
     memory_for,
 )
+from rpent.runtime.arm import RuntimeFault
 from rpent.tools import Toolkit
 
 PROMPTS = Path(__file__).parent / "prompts"
@@ -111,9 +112,19 @@ class FrankaSpec(RobotSpec):
             from robots.franka.approval import CliApprovalChannel
 
             approval = CliApprovalChannel()
-        runtime = build_runtime(franka, sim=config.options["sim"], sim_seed=config.options.get("sim_seed"), approval=approval)
+        try:
+            runtime = build_runtime(franka, sim=config.options["sim"], sim_seed=config.options.get("sim_seed"), approval=approval)
+        except RuntimeFault as exc:
+            if config.options["sim"]:
+                raise
+            # The usual first-hour mistake: the README's commands use the simulator, this one did not.
+            raise RuntimeFault(f"{exc}; for the simulator, add --sim") from exc
         runtime.video_fps = config.options["video_fps"]
-        return {"runtime": runtime, "frame_sources": {cam.name: cam.capture for cam in runtime.cameras}}
+        from robots.franka.scene_reset import scene_reset_for
+        from rpent.robot.scene_reset import SCENE_RESET_KEY
+
+        return {"runtime": runtime, "frame_sources": {cam.name: cam.capture for cam in runtime.cameras},
+                SCENE_RESET_KEY: scene_reset_for(runtime)}
 
     def stop_runtime(self, runtime_kwargs: dict[str, Any]) -> None:
         runtime = runtime_kwargs.get("runtime")

@@ -29,6 +29,39 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, default=_json_default)
 
 
+RUN_LOG_MARK = "_rpent_run_log"
+
+
+def run_log_attached() -> bool:
+    return any(getattr(h, RUN_LOG_MARK, False) for h in logging.getLogger().handlers)
+
+
+class ConsoleFormatter(logging.Formatter):
+    """One line per record on the terminal. While a run.log is attached, a traceback goes there only:
+    the operator reads what happened, the developer reads run.log."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        if not record.exc_info or not run_log_attached():
+            return super().format(record)
+        exc = record.exc_info[1]
+        brief = logging.makeLogRecord({**record.__dict__, "exc_info": None, "exc_text": None})
+        line = super().format(brief)
+        detail = f"{type(exc).__name__}: {exc}" if exc is not None else ""
+        if detail and detail not in line:
+            line = f"{line}: {detail}"
+        return f"{line} (traceback in run.log)"
+
+
+class ConsoleJsonFormatter(JsonFormatter):
+    def format(self, record: logging.LogRecord) -> str:
+        if record.exc_info and run_log_attached():
+            exc = record.exc_info[1]
+            record = logging.makeLogRecord({**record.__dict__, "exc_info": None, "exc_text": None,
+                                            "rpent": {**(getattr(record, "rpent", None) or {}),
+                                                      "error": f"{type(exc).__name__}: {exc}", "traceback": "run.log"}})
+        return super().format(record)
+
+
 def setup_console(*, quiet: bool = False, json_logs: bool = False) -> None:
     root = logging.getLogger()
     root.setLevel(logging.DEBUG)
@@ -37,7 +70,7 @@ def setup_console(*, quiet: bool = False, json_logs: bool = False) -> None:
             root.removeHandler(handler)
     console = logging.StreamHandler(sys.stderr)
     console.setLevel(logging.WARNING if quiet else logging.INFO)
-    console.setFormatter(JsonFormatter() if json_logs else logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
+    console.setFormatter(ConsoleJsonFormatter() if json_logs else ConsoleFormatter("%(asctime)s %(message)s", "%H:%M:%S"))
     console._rpent = True  # type: ignore[attr-defined]
     # Libraries chatty at INFO (HTTP clients, MuJoCo loaders) stay in run.log only.
     console.addFilter(lambda record: record.name.startswith(("rpent", "robots", "__main__")) or record.levelno >= logging.WARNING)
@@ -54,6 +87,7 @@ def add_run_log(segment: Segment) -> logging.Handler:
     handler.setLevel(logging.DEBUG)
     handler.setFormatter(logging.Formatter("%(asctime)s.%(msecs)03d %(levelname)s %(name)s: %(message)s", "%Y-%m-%d %H:%M:%S"))
     handler._rpent = True  # type: ignore[attr-defined]
+    setattr(handler, RUN_LOG_MARK, True)
     logging.getLogger().addHandler(handler)
     return handler
 

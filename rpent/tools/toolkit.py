@@ -417,7 +417,9 @@ class Toolkit:
             result = ToolResult(error=f"cancelled: {exc}")
         except Exception as exc:
             cause = describe_exception(exc)
-            log.warning("tool %s raised %s", call.name, cause, exc_info=True)
+            # The error is the call's result (the progress line and steps.jsonl show it); the
+            # traceback is for run.log, not the operator's terminal.
+            log.debug("tool %s raised %s", call.name, cause, exc_info=True)
             result = ToolResult(error=cause)
         elapsed = time.perf_counter() - t0
         try:
