@@ -1,10 +1,12 @@
 """The dashboard's web app (Starlette): a static page, a JSON API, an event stream and live frames.
 
     GET  /                         the page (static HTML + JS, no build step)
-    GET  /api/spec                 the robot's Dashboard spec: task form, components, frame channels
+    GET  /api/spec                 the robot's Dashboard spec (task form, components, frame channels) and the
+                                   planners, recipes and scene reset this session offers
     GET  /api/state                a snapshot of the session, with `last_event_id`
     GET  /api/events               server-sent events; resumes after `Last-Event-ID` (or ?after=N)
-    POST /api/tasks                {"fields": {...}} -> start a task (400 bad field, 409 busy)
+    POST /api/tasks                {"fields": {...}, "planner", "recipe", "reset"} -> start a task (400 bad
+                                   field, 409 busy; refusals are logged)
     POST /api/task/message|note    {"text": ...} to the running task
     POST /api/task/abort           cancel the active tool call, end the task as aborted
     POST /api/requests/{id}        {"approve": bool} or {"answer": str}; 409 if the id is not pending
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import secrets
 import threading
 from collections.abc import AsyncIterator
@@ -38,6 +41,8 @@ from rpent.dashboard.forms import TaskFormError, field_to_dict
 from rpent.dashboard.interaction import StaleRequest
 from rpent.dashboard.session import DashboardSession, SessionBusy
 
+log = logging.getLogger("rpent.dashboard")
+
 STATIC = Path(__file__).parent / "static"
 KEEPALIVE_S = 15.0
 TOKEN_COOKIE = "rpent_dashboard_token"
@@ -56,11 +61,15 @@ def create_app(session: DashboardSession, *, token: str | None = None, closing: 
         return JSONResponse({
             "robot": session.spec.name,
             "planner": getattr(session.args, "planner", None),
+            **session.run_options(),
             "task_command": d.task_command,
             "task_fields": [field_to_dict(f) for f in d.task_fields],
             "components": [{"name": c.name, "label": c.label, "shared": c.shared} for c in d.components],
             "frame_channels": [{"name": c.name, "label": c.label, "max_fps": c.max_fps} for c in d.frame_channels],
         })
+
+    async def favicon(request: Request) -> Response:
+        return FileResponse(STATIC / "favicon.svg", media_type="image/svg+xml")
 
     async def state(request: Request) -> Response:
         return JSONResponse(session.snapshot(), headers={"Cache-Control": "no-store"})
@@ -73,10 +82,13 @@ def create_app(session: DashboardSession, *, token: str | None = None, closing: 
     async def start_task(request: Request) -> Response:
         body = await _json_body(request)
         try:
-            task_id = await run_in_threadpool(session.start_task, body.get("fields", {}))
+            task_id = await run_in_threadpool(lambda: session.start_task(
+                body.get("fields", {}), planner=body.get("planner"), recipe=body.get("recipe"), reset=body.get("reset")))
         except TaskFormError as exc:
+            log.warning("refused to start a task: %s", exc)
             return _error(400, str(exc))
         except SessionBusy as exc:
+            log.warning("refused to start a task: %s", exc)
             return _error(409, str(exc))
         return JSONResponse({"task_id": task_id}, status_code=201)
 
@@ -124,6 +136,7 @@ def create_app(session: DashboardSession, *, token: str | None = None, closing: 
 
     routes = [
         Route("/", index),
+        Route("/favicon.ico", favicon),
         Route("/api/spec", spec),
         Route("/api/state", state),
         Route("/api/events", events),

@@ -25,8 +25,10 @@ from rpent.dashboard.bus import EventBus
 from rpent.dashboard.forms import TaskFormError, validate_fields
 from rpent.dashboard.frames import FRAME_SOURCES_KEY, FrameHub
 from rpent.dashboard.interaction import OperatorInteraction
+from rpent.dashboard.planners import PlannerChoice, default_choice, planner_choices
 from rpent.dashboard.state import DashboardSink, DashboardState, artifact_url
 from rpent.robot import ConfigError, RobotSpec
+from rpent.robot.scene_reset import SCENE_RESET_KEY, SceneReset
 from rpent.robot.spec import Dashboard, TaskField
 from rpent.tools.record import RecordError, Segment, open_segment
 
@@ -87,6 +89,28 @@ class DashboardSession:
         self._count = _tasks_already_in(self.output_root, resume=bool(getattr(args, "resume", False)))
         self._shared_kwargs: dict[str, Any] = {}
         self._stopped = False
+        self.planners = planner_choices(args, spec, robot)
+        for choice in self.planners:
+            if not choice.available:
+                log.info("planner %s is not offered: %s", choice.name, choice.reason)
+
+    @property
+    def scene_reset(self) -> SceneReset | None:
+        reset = self._shared_kwargs.get(SCENE_RESET_KEY)
+        return reset if isinstance(reset, SceneReset) else None
+
+    def run_options(self) -> dict[str, Any]:
+        """What the page offers besides the robot's fields: planners, recipes, the reset."""
+        default = default_choice(self.args, self.planners)
+        given = getattr(self.args, "recipe", None)
+        recipe = str(Path(given).resolve()) if given else (default.recipes[0] if default and default.recipes else None)
+        reset = self.scene_reset
+        return {
+            "planners": [c.to_dict() for c in self.planners],
+            "default_planner": default.name if default else None,
+            "default_recipe": recipe,
+            "reset": {"label": reset.label, "default": reset.default} if reset else None,
+        }
 
     # ---- session lifetime ---------------------------------------------------------------------
 
@@ -127,12 +151,17 @@ class DashboardSession:
 
     # ---- tasks ----------------------------------------------------------------------------------
 
-    def start_task(self, raw_fields: dict[str, Any]) -> str:
+    def start_task(self, raw_fields: dict[str, Any], *, planner: Any = None, recipe: Any = None,
+                   reset: Any = None) -> str:
         """Validate the form, build config and planner, and start the task; returns its id.
 
-        Raises TaskFormError (bad field, with its name), SessionBusy, or ConfigError.
+        `planner`/`recipe` choose among `run_options()` (None: the command line's); `reset` runs
+        the robot's scene reset first (None: its default). Raises TaskFormError (bad field, with its
+        name), SessionBusy, or ConfigError.
         """
         values = validate_fields(self.dashboard.task_fields, raw_fields)
+        chosen = self._choose_planner(planner, recipe)
+        do_reset = self._choose_reset(reset)
         with self._lock:
             if self._stopped:
                 raise SessionBusy("the session is shutting down")
@@ -141,6 +170,7 @@ class DashboardSession:
             self._count += 1
             task_id = f"task-{self._count:03d}"
             args = self._task_args(values, self.output_root / task_id)
+            args.planner, args.recipe = chosen
             try:
                 config = self.spec.parse_config(args)
                 planner = make_planner(args, self.spec)
@@ -154,10 +184,40 @@ class DashboardSession:
                 planner.on_usage = lambda turns, usage: self.sink.publish(
                     "counters", {"turns": turns, "tokens": (usage or {}).get("total_tokens")})
             self._task_id, self._task, self._abort_reason, self._running = task_id, None, None, True
-            self._thread = threading.Thread(target=self._run_task, args=(task_id, args, config, planner, values, segment),
+            self._thread = threading.Thread(target=self._run_task, args=(task_id, args, config, planner, values, segment, do_reset),
                                             name=f"rpent-{task_id}", daemon=True)
             self._thread.start()
         return task_id
+
+    def _choose_planner(self, name: Any, recipe: Any) -> tuple[str, str | None]:
+        options = self.run_options()
+        if name is None:
+            name = options["default_planner"]
+        by_name = {c.name: c for c in self.planners}
+        if not isinstance(name, str) or name not in by_name:
+            raise TaskFormError(f"planner: must be one of {sorted(by_name)}, got {name!r}")
+        choice: PlannerChoice = by_name[name]
+        if not choice.available:
+            raise TaskFormError(f"planner: {name} is not available here ({choice.reason})")
+        if name != "replay":
+            if recipe not in (None, ""):
+                raise TaskFormError(f"recipe: only with the replay planner, not {name}")
+            return name, None
+        if recipe in (None, ""):
+            recipe = options["default_recipe"]
+        if recipe not in choice.recipes:
+            raise TaskFormError(f"recipe: must be one of the offered recipes {list(choice.recipes)}, got {recipe!r}")
+        return name, recipe
+
+    def _choose_reset(self, reset: Any) -> bool:
+        hook = self.scene_reset
+        if reset is None:
+            return bool(hook and hook.default)
+        if not isinstance(reset, bool):
+            raise TaskFormError(f"reset: must be true or false, got {reset!r}")
+        if reset and hook is None:
+            raise TaskFormError(f"reset: robot {self.spec.name} offers no scene reset")
+        return reset
 
     def send_message(self, text: str) -> None:
         task = self._running_task()
@@ -220,16 +280,21 @@ class DashboardSession:
             self.sink.publish("component", {"name": component.name, "status": status, "detail": detail})
 
     def _run_task(self, task_id: str, args: argparse.Namespace, config: Any, planner: Any, values: dict[str, Any],
-                  segment: Segment) -> None:
+                  segment: Segment, reset: bool = False) -> None:
         output_dir = config.output_dir
         run_log = add_run_log(segment)
         self.sink.set_task(task_id, output_dir)
+        log.info("%s: planner=%s%s reset=%s", task_id, args.planner,
+                 f" recipe={args.recipe}" if args.planner == "replay" else "", "yes" if reset else "no")
         self.sink.publish("task_started", {"task_id": task_id, "fields": values, "planner": args.planner,
-                                           "started": time.time()})
+                                           "recipe": args.recipe if args.planner == "replay" else None,
+                                           "reset": reset, "started": time.time()})
         unique = self.dashboard.unique_components
         unique_kwargs: dict[str, Any] = {}
         summary: dict[str, Any] | None = None
         try:
+            if reset:
+                self._reset_scene(task_id)
             if unique:
                 self._components(unique, "starting")
                 unique_kwargs = self.spec.init_runtime(config, selection=[c.name for c in unique], events=self.events) or {}
@@ -245,6 +310,7 @@ class DashboardSession:
             if reason is not None:
                 task.abort(reason)
             summary = task.run()
+            summary = self._flag_disagreement(task_id, summary)
         except Exception as exc:
             log.exception("task %s failed to start", task_id)
             self._components(unique, "error", f"{type(exc).__name__}: {exc}")
@@ -265,6 +331,30 @@ class DashboardSession:
                 self.sink.publish("task_ended", {"task_id": task_id, "summary": summary, "ended": time.time(),
                                                  "artifacts": self._artifacts(task_id, output_dir, summary)})
                 self._running = False
+
+    def _reset_scene(self, task_id: str) -> None:
+        hook = self.scene_reset
+        assert hook is not None  # _choose_reset allowed the reset only with a hook
+        self.sink.publish("scene_reset", {"status": "running", "label": hook.label})
+        started = time.monotonic()
+        try:
+            done = hook.run()
+        except Exception as exc:
+            self.sink.publish("scene_reset", {"status": "error", "error": f"{type(exc).__name__}: {exc}"})
+            raise RuntimeError(f"scene reset before {task_id} failed: {exc}") from exc
+        log.info("%s: scene reset in %.1f s: %s", task_id, time.monotonic() - started, done)
+        self.sink.publish("scene_reset", {"status": "done", "detail": done})
+
+    @staticmethod
+    def _flag_disagreement(task_id: str, summary: dict[str, Any]) -> dict[str, Any]:
+        """The robot's own check and the planner's word differ: say so in the log, the record and the page."""
+        finish, solved = summary.get("finish_status"), summary.get("solved")
+        if solved is None or finish is None or (finish == "success") == bool(solved):
+            return summary
+        warning = (f"finish={finish} but solved()={solved}: the planner's report and the robot's own check "
+                   f"disagree; check the scene (was it reset before this task?)")
+        log.warning("%s: %s", task_id, warning)  # run.log: part of the task's record
+        return {**summary, "disagreement": warning}
 
     @staticmethod
     def _artifacts(task_id: str, output_dir: Path, summary: dict[str, Any] | None) -> dict[str, str]:

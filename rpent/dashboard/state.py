@@ -60,7 +60,8 @@ class DashboardState:
             row.update(status=p["status"], detail=p.get("detail", ""))
         elif kind == "task_started":
             self.task = {
-                "id": p["task_id"], "fields": p.get("fields", {}), "planner": p.get("planner"), "status": "running",
+                "id": p["task_id"], "fields": p.get("fields", {}), "planner": p.get("planner"), "recipe": p.get("recipe"),
+                "reset": {"status": "running" if p.get("reset") else "skipped"}, "status": "running",
                 "started": p.get("started"), "ended": None, "timeline": [], "text": "", "messages": [], "notes": [],
                 "counters": {"tool_calls": 0, "errors": 0, "turns": None, "tokens": None},
                 "finish": None, "solved": None, "summary": None, "artifacts": {},
@@ -80,6 +81,8 @@ class DashboardState:
                        images=p.get("image_urls", []), clip=p.get("clip_url"), result=p.get("result"))
             task["counters"]["tool_calls"] += 1
             task["counters"]["errors"] += 1 if p.get("error") else 0
+        elif kind == "scene_reset":
+            task["reset"] = {k: v for k, v in p.items() if k in ("status", "label", "detail", "error")}
         elif kind == "planner_text":
             task["text"] = (task["text"] + p.get("text", ""))[-MAX_TEXT_CHARS:]
         elif kind == "finish":

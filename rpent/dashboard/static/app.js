@@ -5,7 +5,7 @@
 const S = { spec: null, state: null, lastId: 0, source: null, resyncing: false, buffer: [], frames: {}, dirty: false };
 const KINDS = ["session", "component", "task_started", "tool_started", "tool_finished", "planner_text", "finish",
   "toolkit_closed", "counters", "operator_message", "operator_note", "abort_requested", "task_ended", "operator_request",
-  "operator_request_closed"];
+  "operator_request_closed", "scene_reset"];
 const $ = (id) => document.getElementById(id);
 
 function el(tag, attrs = {}, ...children) {
@@ -42,7 +42,8 @@ function apply(kind, p) {
     return;
   }
   if (kind === "task_started") {
-    st.task = { id: p.task_id, fields: p.fields || {}, planner: p.planner, status: "running", started: p.started,
+    st.task = { id: p.task_id, fields: p.fields || {}, planner: p.planner, recipe: p.recipe,
+      reset: { status: p.reset ? "running" : "skipped" }, status: "running", started: p.started,
       ended: null, timeline: [], text: "", messages: [], notes: [],
       counters: { tool_calls: 0, errors: 0, turns: null, tokens: null }, finish: null, solved: null, summary: null,
       artifacts: {} };
@@ -65,6 +66,8 @@ function apply(kind, p) {
       images: p.image_urls || [], clip: p.clip_url, result: p.result });
     task.counters.tool_calls += 1;
     if (p.error) task.counters.errors += 1;
+  } else if (kind === "scene_reset") {
+    task.reset = { status: p.status, label: p.label, detail: p.detail, error: p.error };
   } else if (kind === "planner_text") {
     task.text = (task.text + (p.text || "")).slice(-200000);
   } else if (kind === "finish") {
@@ -83,7 +86,8 @@ function apply(kind, p) {
       finish: s.finish_result || task.finish, artifacts: p.artifacts || {} });
     task.counters.turns = s.turns; task.counters.tokens = (s.usage || {}).total_tokens;
     const row = st.tasks.find((r) => r.id === task.id);
-    if (row) Object.assign(row, { status: task.status, finish_status: s.finish_status, solved: task.solved });
+    if (row) Object.assign(row, { status: task.status, finish_status: s.finish_status, solved: task.solved,
+      disagreement: s.disagreement });
   }
 }
 
@@ -167,12 +171,17 @@ function render() {
     el("td", { text: c.label }), el("td", { text: c.shared ? "shared" : "per task", class: "muted" }),
     el("td", {}, el("span", { class: "pill " + c.status, text: c.status })), el("td", { text: c.detail || "" }))));
   $("task-history").replaceChildren(...st.tasks.map((t) => el("li", { text:
-    `${t.id}: ${t.status}${t.finish_status ? " / " + t.finish_status : ""}${t.solved === true ? " / solved" : ""}` })));
+    `${t.id}: ${t.status}${t.finish_status ? " / " + t.finish_status : ""}${t.solved === true ? " / solved" : ""}` +
+    `${t.disagreement ? " / NOT SOLVED (finish and solved() disagree)" : ""}`, class: t.disagreement ? "error" : null })));
   renderRequests(st.requests);
   const task = st.task;
   const running = task && ["running", "aborting"].includes(task.status);
   $("start-task").disabled = Boolean(running) || st.session.status !== "ready";
   for (const id of ["send-message", "add-note", "abort"]) $(id).disabled = !running;
+  const warning = $("disagreement");
+  const disagreement = task && task.summary ? task.summary.disagreement : null;
+  warning.hidden = !disagreement;
+  warning.textContent = disagreement ? "⚠ " + disagreement : "";
   if (!task) return;
   $("task-title").textContent = `${task.id} ${task.fields.task ? "— " + task.fields.task : ""}`;
   pill($("task-status"), task.status);
@@ -189,6 +198,10 @@ function render() {
       el("dt", { text: "finish" }), el("dd", { "data-testid": "finish-status", text: finish ? String(finish.status) : "—" }),
       el("dt", { text: "summary" }), el("dd", { text: finish && finish.summary ? finish.summary : "—" }),
       el("dt", { text: "solved()" }), el("dd", { "data-testid": "solved", text: task.solved === null || task.solved === undefined ? "—" : String(task.solved) }),
+      el("dt", { text: "planner" }), el("dd", { "data-testid": "task-planner",
+        text: task.planner ? task.planner + (task.recipe ? " " + task.recipe : "") : "—" }),
+      el("dt", { text: "reset" }), el("dd", { "data-testid": "reset-status",
+        text: task.reset ? task.reset.status + (task.reset.error ? ": " + task.reset.error : "") : "—" }),
       el("dt", { text: "stop" }), el("dd", { text: task.summary ? String(task.summary.stop_reason || "") : "—" }),
       el("dt", { text: "notes" }), el("dd", { text: finish && finish.operator_notes ? finish.operator_notes.join("; ") : "—" })));
   $("artifacts").replaceChildren(...Object.entries(task.artifacts || {}).map(([name, url]) =>
@@ -252,6 +265,40 @@ function renderForm(spec) {
     el("figcaption", { text: `${c.label} (≤ ${c.max_fps} fps)` }))));
 }
 
+function renderRunFields(spec) {
+  const planners = spec.planners || [];
+  $("planner-select").replaceChildren(...planners.map((p) => el("option", {
+    value: p.name, disabled: !p.available, selected: p.name === spec.default_planner, title: p.reason || null,
+    text: p.available ? p.name : `${p.name} (not available: ${p.reason})` })));
+  const replay = planners.find((p) => p.name === "replay");
+  const recipes = replay ? replay.recipes : [];
+  $("recipe-select").replaceChildren(...recipes.map((r) => el("option", {
+    value: r, selected: r === spec.default_recipe, text: r.split("/").slice(-3).join("/") })));
+  if (spec.reset) {
+    $("reset-row").hidden = false;
+    $("reset-check").checked = Boolean(spec.reset.default);
+    $("reset-label").textContent = "Reset before the task: " + spec.reset.label;
+  }
+  for (const id of ["planner-select", "recipe-select", "reset-check"]) $(id).addEventListener("change", showPreview);
+  showPreview();
+}
+
+function runChoice() {
+  const planner = $("planner-select").value || null;
+  const choice = { planner, recipe: planner === "replay" ? ($("recipe-select").value || null) : null };
+  if (S.spec.reset) choice.reset = $("reset-check").checked;
+  return choice;
+}
+
+function showPreview() {
+  const c = runChoice();
+  $("recipe-row").hidden = c.planner !== "replay";
+  $("run-preview").textContent = c.planner
+    ? `Will run: planner ${c.planner}${c.recipe ? ", recipe " + c.recipe : ""}` +
+      (S.spec.reset ? (c.reset ? ", reset first (" + S.spec.reset.label + ")" : ", no reset") : "")
+    : "No planner can run here: see the reasons in the list.";
+}
+
 function formValues() {
   const fields = {};
   for (const f of S.spec.task_fields) {
@@ -265,7 +312,7 @@ function wire() {
   $("task-form").addEventListener("submit", async (event) => {
     event.preventDefault();
     $("form-error").textContent = "";
-    try { await api("POST", "/api/tasks", { fields: formValues() }); } catch (error) { $("form-error").textContent = error.message; }
+    try { await api("POST", "/api/tasks", { fields: formValues(), ...runChoice() }); } catch (error) { $("form-error").textContent = error.message; }
   });
   const textAction = (inputId, path) => async () => {
     const input = $(inputId);
@@ -285,6 +332,7 @@ async function boot() {
   try {
     S.spec = await api("GET", "/api/spec");
     renderForm(S.spec);
+    renderRunFields(S.spec);
     wire();
     await loadState();
     connect();
