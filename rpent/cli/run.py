@@ -20,7 +20,20 @@ from rpent.tools.record import open_segment
 
 log = logging.getLogger("rpent.run")
 
-EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread so it stops the run the way Ctrl-C does, but recorded as itself."""
+
+
+def exit_code_for(interruption: BaseException) -> int:
+    """The shell's convention, 128 + signal number: 130 for Ctrl-C (SIGINT), 143 for SIGTERM."""
+    return EXIT_TERMINATED if isinstance(interruption, Terminated) else EXIT_INTERRUPTED
+
+
+def describe_interruption(interruption: BaseException) -> str:
+    return "terminated (SIGTERM)" if isinstance(interruption, Terminated) else "interrupted (Ctrl-C)"
 
 
 def planner_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -65,7 +78,7 @@ def run(args: argparse.Namespace, spec: RobotSpec, robot: ModuleType) -> int:
     events = FanOutSink(ProgressSink(log), getattr(args, "dashboard_sink", None))
     runtime_kwargs: dict[str, Any] = {}
     task: TaskRun | None = None
-    interrupted = False
+    interrupted: BaseException | None = None
     previous_term = signal.signal(signal.SIGTERM, _raise_interrupt) if _main_thread() else None
     try:
         log.info("starting runtime components ...")
@@ -74,10 +87,10 @@ def run(args: argparse.Namespace, spec: RobotSpec, robot: ModuleType) -> int:
             spec=spec, robot=robot, config=config, planner=planner, planner_name=args.planner,
             max_turns=args.max_turns, runtime_kwargs=runtime_kwargs, events=events, segment=segment,
         )
-        interrupted = not _run_interruptibly(task)
-    except KeyboardInterrupt:  # during runtime start
-        interrupted = True
-        log.warning("interrupted while starting the runtime")
+        interrupted = _run_interruptibly(task)
+    except KeyboardInterrupt as exc:  # during runtime start
+        interrupted = exc
+        log.warning("%s while starting the runtime", describe_interruption(exc))
     except Exception:
         log.exception("starting the runtime failed")
     finally:
@@ -89,15 +102,15 @@ def run(args: argparse.Namespace, spec: RobotSpec, robot: ModuleType) -> int:
             log.exception("stopping the runtime failed")
         logging.getLogger().removeHandler(run_log)
         run_log.close()
-    if interrupted:
-        return EXIT_INTERRUPTED
+    if interrupted is not None:
+        return exit_code_for(interrupted)
     return EXIT_OK if task is not None and task.succeeded else EXIT_FAILED
 
 
-def _run_interruptibly(task: TaskRun) -> bool:
+def _run_interruptibly(task: TaskRun) -> KeyboardInterrupt | None:
     """Run the task in a worker thread so Ctrl-C reaches the main thread, which cancels the motion
     through the toolkit instead of interrupting a handler half-way through a hardware call.
-    Returns False if interrupted."""
+    Returns the interruption (Ctrl-C or Terminated), None if the task ended by itself."""
     done = threading.Event()
 
     def target() -> None:
@@ -108,23 +121,24 @@ def _run_interruptibly(task: TaskRun) -> bool:
 
     # Wait on an Event, not Thread.join: on CPython 3.11 a join interrupted by KeyboardInterrupt can
     # leave the thread looking finished while it is still writing the run's record.
-    threading.Thread(target=target, name="rpent-task", daemon=True).start()
-    try:
+    try:  # a signal can arrive while the thread is starting: the task is cancelled all the same
+        threading.Thread(target=target, name="rpent-task", daemon=True).start()
         while not done.wait(0.25):
             pass
-        return True
-    except KeyboardInterrupt:
-        log.warning("interrupted: cancelling the active tool call")
-        task.abort("interrupted (Ctrl-C)")
+        return None
+    except KeyboardInterrupt as exc:
+        reason = describe_interruption(exc)
+        log.warning("%s: cancelling the active tool call", reason)
+        task.abort(reason)
         try:
             done.wait(60)  # the record is written before the task ends
         except KeyboardInterrupt:
             log.error("second interrupt: leaving without waiting for the record")
-        return False
+        return exc
 
 
 def _raise_interrupt(signum, frame) -> None:
-    raise KeyboardInterrupt
+    raise Terminated
 
 
 def _main_thread() -> bool:

@@ -18,6 +18,7 @@ from types import FrameType, ModuleType
 
 import uvicorn
 
+from rpent.cli.run import EXIT_FAILED, EXIT_OK, Terminated, describe_interruption, exit_code_for
 from rpent.dashboard.app import create_app
 from rpent.dashboard.options import DEFAULT_PORT, TOKEN_ENV, add_dashboard_args
 from rpent.dashboard.session import DashboardSession
@@ -35,6 +36,7 @@ class _Server(uvicorn.Server):
         self.closing = closing
         self.on_closing = on_closing
         self.ready = threading.Event()
+        self.stopped_by: int | None = None  # the first signal that ended serving
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
@@ -45,6 +47,8 @@ class _Server(uvicorn.Server):
         # the server stops, so the session can still abort the task and write its record.
         if self.should_exit and sig == signal.SIGINT:
             self.force_exit = True
+        if self.stopped_by is None:
+            self.stopped_by = sig
         self.should_exit = True
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
@@ -87,6 +91,11 @@ class DashboardServer:
         self._thread: threading.Thread | None = None
 
     @property
+    def stopped_by(self) -> int | None:
+        """The signal that ended serving (SIGINT or SIGTERM), None if it was not a signal."""
+        return self._server.stopped_by
+
+    @property
     def url(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}/" + (f"?token={self.token}" if self.token else "")
@@ -127,6 +136,9 @@ def serve_session(args: argparse.Namespace, session: DashboardSession,
     if not is_loopback(host) and not token:
         token = secrets.token_urlsafe(18)
     server = DashboardServer(session, host=host, port=getattr(args, "dashboard_port", DEFAULT_PORT), token=token)
+    code = EXIT_OK
+    early: KeyboardInterrupt | None = None  # a signal before uvicorn took over Ctrl-C / SIGTERM
+    previous_term = signal.signal(signal.SIGTERM, _raise_terminated) if _main_thread() else None
     try:
         log.info("starting shared runtime components ...")
         session.start()
@@ -135,12 +147,36 @@ def serve_session(args: argparse.Namespace, session: DashboardSession,
         server.run()  # uvicorn handles Ctrl-C / SIGTERM and returns
     except ConfigError:
         raise
+    except KeyboardInterrupt as exc:
+        early = exc
     except Exception:
         log.exception("the dashboard session failed")
-        return 1
+        code = EXIT_FAILED
     finally:
+        if previous_term is not None:
+            signal.signal(signal.SIGTERM, previous_term)
         server.closing.set()
         if on_stopping is not None:
             on_stopping()
+        interruption = early or _interruption(server.stopped_by)
+        if interruption is not None:
+            reason = describe_interruption(interruption)
+            log.warning("%s: ending the session (a running task is cancelled and its record written)", reason)
+            session.abort(reason)  # before stop(), so a running task's record names the signal
+            code = exit_code_for(interruption)
         session.stop()
-    return 0
+    return code
+
+
+def _raise_terminated(signum: int, frame: FrameType | None) -> None:
+    raise Terminated
+
+
+def _main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+def _interruption(sig: int | None) -> KeyboardInterrupt | None:
+    if sig is None:
+        return None
+    return Terminated() if sig == signal.SIGTERM else KeyboardInterrupt()

@@ -1,0 +1,45 @@
+"""Ctrl-C and SIGTERM end a run or a dashboard session with the shell's codes (130, 143), and the
+record says which one it was."""
+
+from __future__ import annotations
+
+import json
+import signal
+import urllib.request
+
+import pytest
+
+from .cli_support import Running
+
+# The toy's observe tool records for up to 10 s: long enough to be interrupted mid-call.
+LONG_CALL = json.dumps({"tool": "observe", "arguments": {"duration_s": 10.0}}) + "\n"
+
+
+@pytest.mark.parametrize(("sig", "code", "reason"), [
+    (signal.SIGINT, 130, "interrupted (Ctrl-C)"),
+    (signal.SIGTERM, 143, "terminated (SIGTERM)"),
+])
+def test_run_interrupted_mid_call_exits_with_the_signal_code_and_records_it(tmp_path, sig, code, reason):
+    recipe = tmp_path / "long.jsonl"
+    recipe.write_text(LONG_CALL)
+    out = tmp_path / "run"
+    run = Running("run", "--robot", "toy", "--planner", "replay", "--recipe", str(recipe), "--output-dir", str(out))
+    run.wait_for("planning with replay")
+    assert run.signal_and_wait(sig) == code, run.output()
+    result = json.loads((out / "result.json").read_text())
+    assert result["status"] == "aborted" and result["stop_reason"] == reason
+    assert reason in (out / "run.log").read_text()
+    assert reason in run.output()
+
+
+@pytest.mark.parametrize(("sig", "code", "reason"), [
+    (signal.SIGINT, 130, "interrupted (Ctrl-C)"),
+    (signal.SIGTERM, 143, "terminated (SIGTERM)"),
+])
+def test_dashboard_ended_by_a_signal_exits_with_its_code(tmp_path, sig, code, reason):
+    run = Running("run", "--robot", "toy", "--dashboard", "--port", "0", "--output-dir", str(tmp_path / "session"))
+    url = run.wait_for("rpent dashboard: http://127.0.0.1:").split()[-1]
+    with urllib.request.urlopen(url, timeout=30) as page:  # serving, not just started
+        assert page.status == 200
+    assert run.signal_and_wait(sig) == code, run.output()
+    assert reason in run.output()
