@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from robots.franka import actions, scene_record
@@ -12,6 +13,8 @@ from rpent.tools import Command, Toolkit, ToolResult
 
 # Success: the target cube's bottom at least this far above the table top.
 LIFT_MARGIN_M = 0.05
+# A cancelled call's observation waits at most this long for the stopped arms to come to rest.
+CANCEL_SETTLE_S = 1.0
 
 
 class FrankaToolkit(Toolkit):
@@ -32,16 +35,18 @@ class FrankaToolkit(Toolkit):
     def _capture_observation(
         self, *, command: Command, result: ToolResult, elapsed_s: float
     ) -> tuple[dict[str, Any], list[bytes]]:
+        if result.error is not None and result.error.startswith("cancelled"):
+            # A stopped arm decelerates for a moment: observe where it came to rest, not mid-stop
+            # (bounded, so a call that cannot settle still returns; its state then says moving).
+            deadline = time.monotonic() + CANCEL_SETTLE_S
+            for arm in self.robot.arms.values():
+                arm.settled_state(timeout_s=max(0.0, deadline - time.monotonic()))
         observation: dict[str, Any] = {
             "action": command.name,
             "action_result": result.data,
             "elapsed_s": round(elapsed_s, 3),
             "arms": actions.arm_states(self.robot),
         }
-        if result.error is not None and result.error.startswith("cancelled"):
-            # A cancelled call returns at once; pictures come with the next call.
-            observation["cameras"] = []
-            return observation, []
         cameras, pngs = actions.observe_cameras(
             self.robot, actions.frame_store(self.state), command.call_id, command.name, command.image_offset
         )

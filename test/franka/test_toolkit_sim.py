@@ -34,6 +34,15 @@ def toolkit(sim_runtime: FrankaRuntime, tmp_path_factory) -> Iterator[FrankaTool
     kit.close(timeout=30)
 
 
+def _arm_joint_speeds(sim) -> np.ndarray:
+    """The simulator's own joint speeds of arm 0 [rad/s], whatever franky reports."""
+    import mujoco
+
+    ids = [mujoco.mj_name2id(sim.model, mujoco.mjtObj.mjOBJ_JOINT, f"robot0_fr3_joint{i}") for i in range(1, 8)]
+    with sim.lock:
+        return np.array([sim.data.qvel[sim.model.jnt_dofadr[i]] for i in ids])
+
+
 def _ok(result):
     assert result.error is None, result.error
     return result.data
@@ -132,7 +141,15 @@ def test_cancel_stops_a_long_move_and_returns(toolkit: FrankaToolkit, sim_runtim
     result = call.result(timeout=10)
     assert result.is_error and result.error.startswith("cancelled")
     assert arm.last_stop_sent_s is not None and arm.last_stop_sent_s >= cancelled_at
-    assert result.images == []  # a cancelled call does not wait for pictures
+    # Observed like any call, once the stop has settled (bounded): pictures, and a state that says
+    # "not moving" only when the simulated joints really are at rest.
+    assert time.perf_counter() - cancelled_at < 1.0 + 5.0
+    assert len(result.images) == len(SIM_IMAGE_ORDER)
+    truth = np.abs(_arm_joint_speeds(sim_runtime.sim))
+    observed = result.data["arms"]["arm"]
+    if observed["moving"] is False:
+        assert max(abs(v) for v in observed["joint_velocities_rad_s"]) < 0.1 and truth.max() < 0.1, (observed, truth)
+    assert observed["moving"] is False, observed  # 1 s is ample for a stop at 5 % speed
     let_sim_run(sim_runtime, 0.8)
     assert not arm.state().moving
     assert arm.state().pose.distance_to(start) < 0.09  # stopped well short of the 10 cm target
