@@ -97,6 +97,7 @@ class ToolkitBridge:
     async def call_tool(self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
         if self._offered(params.name) is None:
             names = ", ".join(t.name for t in self.mcp_tools())
+            log.warning("MCP call refused: unknown tool %r", params.name)
             return result_to_mcp(ToolResult(error=f"unknown tool '{params.name}' (available: {names})"))
         result = await self._run(ctx, params.name, dict(params.arguments or {}))
         return result_to_mcp(result, images=self.options.images)

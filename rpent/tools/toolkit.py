@@ -310,6 +310,8 @@ class Toolkit:
             call._set_stage("queued")
 
     def _finish_unstarted(self, call: ToolCall, error: str) -> None:
+        # A refused call never reaches tool_finished (nor the progress line): say so on the console.
+        log.warning("call %d (%s) refused: %s", call.id, call.name, error)
         now = time.time()
         result = ToolResult(error=error)
         self._log_step(call, result, now, now)
