@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
 import logging
 import os
 import sys
+import time
 from collections.abc import Sequence
 
 from rpent.cli.logs import setup_console
@@ -56,6 +58,7 @@ def _common_run_args(parser: argparse.ArgumentParser) -> None:
 
 def build_parser(robot_spec=None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rpent", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = commands.add_parser("run", help="run one task with a planner", description="Run one task: start the robot's runtime, "
@@ -75,6 +78,11 @@ def build_parser(robot_spec=None) -> argparse.ArgumentParser:
                                 description="Print each tool's name, description and JSON input schema without starting hardware.")
     tools.add_argument("--robot", required=True, help="robot name")
     tools.add_argument("--json", dest="json_out", action="store_true", help="print one JSON list instead of text")
+    layout = tools.add_mutually_exclusive_group()
+    layout.add_argument("--pretty", dest="pretty", action="store_true", default=None,
+                        help="indent each schema (default when printing to a terminal)")
+    layout.add_argument("--compact", dest="pretty", action="store_false",
+                        help="each schema on one line (default when piped)")
 
     calibrate = commands.add_parser(
         "calibrate", help="hand-eye calibration of a robot's camera (--robot NAME --help for its flags)",
@@ -113,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"rpent: error: {exc}", file=sys.stderr)
             return 2
     parser = build_parser(spec)
-    args = parser.parse_args(argv)
+    args = _parse(parser, argv)
 
     if args.command == "robots":
         for name in list_robots():
@@ -140,8 +148,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     assert module is not None and spec is not None
     from rpent.cli.run import EXIT_CONFIG, default_output_dir, run
 
+    args.started = time.time()  # the one timestamp of this run: folder name, run id, inbox copy
     if args.output_dir is None:
-        args.output_dir = str(default_output_dir(spec.name))
+        args.output_dir = str(default_output_dir(spec.name, args.started))
     try:
         if args.dashboard:
             from rpent.dashboard.cli import serve_dashboard
@@ -151,6 +160,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ConfigError, RecordError) as exc:
         print(f"rpent: error: {exc}", file=sys.stderr)
         return EXIT_CONFIG
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("rpent")
+    except importlib.metadata.PackageNotFoundError:  # a checkout on sys.path, not installed
+        return "(not installed)"
+
+
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """Like parse_args, but a flag the command does not know is reported with that command's usage
+    (argparse would report it against `rpent`'s own, which lists only the commands)."""
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        command = _subparsers(parser).choices[args.command]
+        command.error(f"unrecognized arguments: {' '.join(unknown)}")
+    return args
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction:
+    return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
 
 
 def _print_tools(args: argparse.Namespace) -> int:
@@ -171,10 +201,12 @@ def _write_tools(args: argparse.Namespace) -> int:
     if args.json_out:
         print(json.dumps([t.to_dict() for t in tools], indent=2))
         return 0
+    pretty = sys.stdout.isatty() if args.pretty is None else args.pretty
     for t in tools:
         print(f"{t.name}{' (read-only)' if t.readonly else ''}")
         print("  " + t.description.replace("\n", "\n  "))
-        print("  schema: " + json.dumps(t.input_schema))
+        schema = json.dumps(t.input_schema, indent=2) if pretty else json.dumps(t.input_schema)
+        print("  schema: " + schema.replace("\n", "\n  "))
         print()
     return 0
 

@@ -67,13 +67,14 @@ def make_planner(args: argparse.Namespace, spec: RobotSpec) -> Planner:
 
 
 def run(args: argparse.Namespace, spec: RobotSpec, robot: ModuleType) -> int:
-    started = time.time()
+    started = getattr(args, "started", None) or time.time()
     config = spec.parse_config(args)  # ConfigError -> exit 2 before anything starts
     planner = make_planner(args, spec)
     # The last check before anything starts: a used directory is refused (RecordError -> exit 2).
     segment = open_segment(config.output_dir, resume=getattr(args, "resume", False))
     run_log = add_run_log(segment)
-    log.info("run %s: robot=%s planner=%s output=%s segment=%d", run_id_for(config.robot, started), config.robot,
+    run_id = run_id_for(config.robot, started)
+    log.info("run %s: robot=%s planner=%s output=%s segment=%d", run_id, config.robot,
              args.planner, config.output_dir, segment.number)
     events = FanOutSink(ProgressSink(log), getattr(args, "dashboard_sink", None))
     runtime_kwargs: dict[str, Any] = {}
@@ -85,7 +86,7 @@ def run(args: argparse.Namespace, spec: RobotSpec, robot: ModuleType) -> int:
         runtime_kwargs = spec.init_runtime(config, selection=None, events=events)
         task = TaskRun(
             spec=spec, robot=robot, config=config, planner=planner, planner_name=args.planner,
-            max_turns=args.max_turns, runtime_kwargs=runtime_kwargs, events=events, segment=segment,
+            max_turns=args.max_turns, runtime_kwargs=runtime_kwargs, events=events, segment=segment, run_id=run_id,
         )
         interrupted = _run_interruptibly(task)
     except KeyboardInterrupt as exc:  # during runtime start
@@ -145,5 +146,6 @@ def _main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
-def default_output_dir(robot: str) -> Path:
-    return Path("runs") / f"{robot}-{time.strftime('%Y%m%d-%H%M%S')}"
+def default_output_dir(robot: str, started: float | None = None) -> Path:
+    """runs/<run id>: the folder is named by the run's own timestamp."""
+    return Path("runs") / run_id_for(robot, time.time() if started is None else started)

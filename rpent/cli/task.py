@@ -39,8 +39,10 @@ class TaskRun:
         events: Any,
         segment: Segment,
         dashboard_interaction: Any = None,
+        run_id: str | None = None,
     ) -> None:
-        """`segment`: the part of the record in config.output_dir this task writes (see rpent.tools.record)."""
+        """`segment`: the part of the record in config.output_dir this task writes (see rpent.tools.record).
+        `run_id`: the run's name (its inbox folder); by default the robot and the task's start time."""
         self.spec = spec
         self.robot = robot
         self.config = config
@@ -51,6 +53,7 @@ class TaskRun:
         self.events = events
         self.dashboard_interaction = dashboard_interaction
         self.segment = segment
+        self.run_id = run_id
         self.inputs: queue.Queue[OperatorInput] = queue.Queue()
         self.toolkit: Any = None
         self.summary: dict[str, Any] | None = None
@@ -175,7 +178,7 @@ class TaskRun:
             try:
                 published = publish_to_memory(
                     toolkit.memory, [recipe_path, segment.file("result.json"), output_dir / "steps.jsonl"],
-                    run_id_for(config.robot, started),
+                    self.run_id or run_id_for(config.robot, started),
                 )
             except Exception:
                 log.exception("publishing to memory failed")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-DEFAULT_PORT = 8765
+DEFAULT_PORT = 8080  # serve-mcp --http defaults to 8765: both can run side by side
 TOKEN_ENV = "RPENT_DASHBOARD_TOKEN"
 
 
