@@ -9,7 +9,7 @@ async with RobotAgent(system_prompt_prefix="You operate the toy arm.") as agent:
 Everything is async (the Anthropic SDK's async client, the MCP SDK), so the agent never blocks
 its event loop. Endpoint: `base_url`, else $ANTHROPIC_BASE_URL, else the public Anthropic API
 (any Anthropic-compatible gateway works); key: `api_key`, else the variable named by
-`api_key_env` (default ANTHROPIC_API_KEY); model default: `rpent.planner.api.DEFAULT_MODEL`.
+`api_key_env` (default ANTHROPIC_API_KEY); model default: $RPENT_MODEL, else `rpent.settings.DEFAULT_MODEL`.
 Only a reply whose stream arrived whole is acted on (`rpent.planner.stream`).
 """
 
@@ -37,8 +37,8 @@ from rpent.mcp.connections import (
     local_result_to_anthropic,
     mcp_content_to_anthropic,
 )
-from rpent.planner.api import DEFAULT_MODEL
 from rpent.planner.stream import StreamCut, read_message
+from rpent.settings import check_model, default_model, missing_key_message
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +116,7 @@ class RobotAgent:
     def __init__(
         self,
         *,
-        model: str = DEFAULT_MODEL,
+        model: str | None = None,
         mcp_config_path: str | Path | None = None,
         system_prompt_prefix: str = "",
         extra_tools: Sequence[dict[str, Any]] | None = None,
@@ -135,8 +135,10 @@ class RobotAgent:
         request_timeout_s: float = 600.0,
         cwd: str | Path | None = None,
     ) -> None:
+        model = default_model() if model is None else model
         if not isinstance(model, str) or not model:
             raise ValueError(f"model: must be a non-empty model name, got {model!r}")
+        check_model(model)
         if not isinstance(max_iterations, int) or isinstance(max_iterations, bool) or max_iterations < 1:
             raise ValueError(f"max_iterations: must be an integer >= 1, got {max_iterations!r}")
         if not isinstance(max_output_tokens, int) or max_output_tokens < 1:
@@ -153,7 +155,7 @@ class RobotAgent:
             raise ValueError("extra_dispatch: required when extra_tools are given (it runs them)")
         key = api_key if api_key is not None else os.environ.get(api_key_env)
         if not key:
-            raise ValueError(f"api_key_env: environment variable {api_key_env} is not set (or pass api_key=)")
+            raise ValueError(missing_key_message(api_key_env))
         self.model = model
         self.mcp_config_path = Path(mcp_config_path) if mcp_config_path is not None else None
         self.system_prompt_prefix = system_prompt_prefix

@@ -32,12 +32,14 @@ from rpent.planner.base import (
     execute_tool,
 )
 from rpent.planner.stream import StreamCut, read_message
+from rpent.settings import DEFAULT_MODEL, check_model, default_model, missing_key_message
 from rpent.tools.result import ToolResult
 from rpent.tools.toolkit import Toolkit
 
+__all__ = ["DEFAULT_MODEL", "ApiPlanner"]
+
 log = logging.getLogger(__name__)
 
-DEFAULT_MODEL = "claude-sonnet-4-5"
 _CACHE = {"type": "ephemeral"}
 _CACHEABLE_BLOCKS = frozenset({"text", "image", "tool_use", "tool_result"})  # not thinking blocks
 _RETRYABLE_STATUS = frozenset({408, 409, 429})
@@ -75,7 +77,7 @@ class ApiPlanner(AsyncPlanner):
     def __init__(
         self,
         *,
-        model: str = DEFAULT_MODEL,
+        model: str | None = None,
         base_url: str | None = None,
         api_key: str | None = None,
         api_key_env: str = "ANTHROPIC_API_KEY",
@@ -92,8 +94,10 @@ class ApiPlanner(AsyncPlanner):
         prompt_caching: bool = True,
         on_text: Callable[[str], Any] | None = None,
     ) -> None:
+        model = default_model() if model is None else model
         if not isinstance(model, str) or not model:
             raise ValueError(f"model: must be a non-empty model name, got {model!r}")
+        check_model(model)
         if not isinstance(max_output_tokens, int) or max_output_tokens < 1:
             raise ValueError(f"max_output_tokens: must be an integer >= 1, got {max_output_tokens!r}")
         if not isinstance(max_retries, int) or max_retries < 0:
@@ -107,7 +111,7 @@ class ApiPlanner(AsyncPlanner):
         check_positive("request_timeout_s", request_timeout_s, optional=False)
         key = api_key if api_key is not None else os.environ.get(api_key_env)
         if not key:
-            raise ValueError(f"api_key_env: environment variable {api_key_env} is not set (or pass api_key=)")
+            raise ValueError(missing_key_message(api_key_env))
         self.model = model
         self.base_url = base_url
         self._api_key = key

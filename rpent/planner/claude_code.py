@@ -17,7 +17,6 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from rpent.planner.api import DEFAULT_MODEL
 from rpent.planner.base import (
     AsyncPlanner,
     OperatorInbox,
@@ -28,6 +27,7 @@ from rpent.planner.base import (
     check_positive,
 )
 from rpent.planner.cli_common import NUDGE_TEXT, CliError, RunBridge, RunControl, inside, operator_note, read_roots
+from rpent.settings import check_model, default_model, missing_key_message
 from rpent.tools.toolkit import Toolkit
 
 log = logging.getLogger(__name__)
@@ -55,7 +55,7 @@ class ClaudeCodePlanner(AsyncPlanner):
     def __init__(
         self,
         *,
-        model: str = DEFAULT_MODEL,
+        model: str | None = None,
         base_url: str | None = None,
         api_key: str | None = None,
         api_key_env: str = "ANTHROPIC_API_KEY",
@@ -70,8 +70,10 @@ class ClaudeCodePlanner(AsyncPlanner):
         env: dict[str, str] | None = None,
         stderr: Any = None,
     ) -> None:
+        model = default_model() if model is None else model
         if not isinstance(model, str) or not model:
             raise ValueError(f"model: must be a non-empty model name, got {model!r}")
+        check_model(model)
         if not isinstance(server_name, str) or not server_name.replace("_", "").replace("-", "").isalnum():
             raise ValueError(f"server_name: must be letters, digits, '_' or '-', got {server_name!r}")
         if not isinstance(end_turn_nudges, int) or end_turn_nudges < 0:
@@ -79,7 +81,7 @@ class ClaudeCodePlanner(AsyncPlanner):
         check_positive("max_wall_time_s", max_wall_time_s)
         key = api_key if api_key is not None else os.environ.get(api_key_env)
         if not key and isolated_home:
-            raise ValueError(f"api_key_env: environment variable {api_key_env} is not set (or pass api_key=)")
+            raise ValueError(missing_key_message(api_key_env))
         try:
             import claude_agent_sdk  # noqa: F401
         except ImportError as exc:

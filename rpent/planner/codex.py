@@ -40,6 +40,7 @@ from rpent.planner.cli_common import (
     read_roots,
     terminate_group,
 )
+from rpent.settings import missing_key_message
 from rpent.tools.toolkit import Toolkit
 
 log = logging.getLogger(__name__)
@@ -100,7 +101,7 @@ class CodexPlanner(AsyncPlanner):
         check_positive("max_wall_time_s", max_wall_time_s)
         key = api_key if api_key is not None else os.environ.get(api_key_env)
         if not key:
-            raise ValueError(f"api_key_env: environment variable {api_key_env} is not set (or pass api_key=)")
+            raise ValueError(missing_key_message(api_key_env))
         binary = find_codex(codex_bin)
         if codex_bin and not (Path(codex_bin).is_file() or shutil.which(str(codex_bin))):
             raise ValueError(f"codex_bin: {codex_bin} is not an executable file")
