@@ -1,6 +1,6 @@
 """pip install for use without ROS. Under ROS 2 the same packages are installed by CMakeLists.txt."""
 
-from setuptools import find_packages, setup
+from setuptools import find_namespace_packages, setup
 
 CORE = [
     "pydantic==2.14.3",
@@ -44,8 +44,11 @@ setup(
     version="0.1.0",
     description="RPent: typed, safe, cancellable robot tools for language-model planners, as ROS 2 nodes",
     python_requires=">=3.10",
-    packages=find_packages(include=["rpent", "rpent.*", "rpent_ros", "rpent_ros.*", "robots", "robots.*"]),
-    package_data={"robots": ["*/recipes/*.jsonl", "*/prompts/*.md", "*/*.yaml"], "rpent": ["dashboard/static/*"]},
+    # Data-only folders (robots/*/prompts, robots/*/recipes, rpent/dashboard/static) are namespace
+    # packages of their own: setuptools then installs their files without warning about each folder.
+    packages=find_namespace_packages(include=["rpent", "rpent.*", "rpent_ros", "rpent_ros.*", "robots", "robots.*"],
+                                     exclude=["*.__pycache__"]),
+    package_data={"": ["*.jsonl", "*.md", "*.yaml"], "rpent.dashboard.static": ["*"]},
     include_package_data=True,
     install_requires=CORE,
     extras_require={

@@ -4,6 +4,15 @@
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
+started=$SECONDS
+
+# Long phases say what they install and pass on the tools' own progress lines (a fresh machine takes
+# minutes); on a machine that is already set up they stay short.
+say() { echo "setup: $*"; }
+# pip prints one line per requirement already present: keep what is new or slow (Collecting,
+# Downloading, Building, Installing) so a fresh install shows progress and a re-run stays short.
+# (grep finding nothing to pass on is not a failure; pip's own exit status still is, through pipefail.)
+pip_progress() { { grep --line-buffered -v -e '^Requirement already satisfied' -e '^Obtaining file:' || true; } | sed -u 's/^/  pip: /'; }
 
 # EGL + Mesa: MuJoCo renders offscreen with MUJOCO_GL=egl (franky-sim cameras, LIBERO).
 # Chromium: the dashboard's real-browser tests (driven by Playwright; no browser download).
@@ -18,23 +27,26 @@ command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
 if [ ${#missing[@]} -gt 0 ]; then
   sudo_cmd=""
   [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
-  echo "setup: installing Debian packages: ${missing[*]}"
+  say "installing Debian packages: ${missing[*]} (apt-get; a minute or two)"
   $sudo_cmd apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -q --no-install-recommends "${missing[@]}" \
+    | { grep --line-buffered -e '^Unpacking' -e '^Setting up' || true; } | sed -u 's/^/  apt: /'
 fi
 
 python="${PYTHON:-python3}"
 if [ ! -x .venv/bin/python ]; then
-  echo "setup: creating .venv"
+  say "creating .venv"
   "$python" -m venv .venv
 fi
+say "upgrading pip in .venv"
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-echo "setup: pip install -e .[dev]"
-.venv/bin/python -m pip install -q -e ".[dev]"
+say "pip install -e .[dev]: rpent and every extra (franky + franky-sim, MuJoCo/LIBERO, RealSense, Anthropic/MCP"
+say "  SDKs, web server, pytest, ruff, Playwright); several minutes on a fresh machine, seconds when up to date"
+.venv/bin/python -m pip install --progress-bar off -e ".[dev]" 2>&1 | pip_progress
 
 # The Codex CLI is an npm package; pinned, installed into the repo (node_modules is git-ignored).
 if [ -f package.json ]; then
-  echo "setup: npm ci"
-  npm ci --silent --no-audit --no-fund >/dev/null
+  say "npm ci: the pinned Codex CLI into node_modules/"
+  npm ci --no-audit --no-fund 2>&1 | sed -u 's/^/  npm: /'
 fi
-echo "setup: done"
+say "done in $((SECONDS - started)) s"
