@@ -3,18 +3,14 @@ deprecated model is named once per run, not once per request."""
 
 from __future__ import annotations
 
-import os
-import sys
 import typing
 
 import pytest
+from fakes import FakeModelServer, Reply, ToolUse
 
 from rpent import settings
 
 from .cli_support import rpent, rpent_env
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))  # the shared fakes under test/
-from fakes import FakeModelServer, Reply, ToolUse  # noqa: E402
 
 
 def _two_turns() -> list[Reply]:
