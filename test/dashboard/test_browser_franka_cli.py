@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from browser_support import CHROMIUM, WAIT_MS, shot
 from dashboard_support import REPO
@@ -43,6 +44,7 @@ class Dashboard:
         self.process = subprocess.Popen([str(RPENT), *flags], cwd=cwd, env=env, stdout=subprocess.PIPE,
                                         stderr=subprocess.STDOUT, text=True, bufsize=1)
         self.lines: list[str] = []
+        self._new_line = threading.Condition()
         self.url: str | None = None
         self._url_known = threading.Event()
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -51,7 +53,9 @@ class Dashboard:
     def _read(self) -> None:
         assert self.process.stdout is not None
         for line in self.process.stdout:
-            self.lines.append(line)
+            with self._new_line:
+                self.lines.append(line)
+                self._new_line.notify_all()
             match = URL.search(line)
             if match:
                 self.url = match[1]
@@ -62,6 +66,11 @@ class Dashboard:
         self._url_known.wait(timeout_s)
         assert self.url, "no dashboard URL printed:\n" + "".join(self.lines)
         return self.url
+
+    def wait_output(self, text: str, timeout_s: float = 10.0) -> bool:
+        """True once `text` appears in what the process printed (it reaches the pipe a moment later)."""
+        with self._new_line:
+            return self._new_line.wait_for(lambda: text in "".join(self.lines), timeout_s)
 
     @property
     def output(self) -> str:
@@ -103,6 +112,10 @@ def test_the_readme_dashboard_command_runs_two_solved_picks_with_a_reset_between
     api = page.query_selector("[data-testid=planner-select] option[value=api]")
     assert api.get_attribute("disabled") is not None and "ANTHROPIC_API_KEY" in api.inner_text()
     assert page.is_checked("[data-testid=reset-check]")  # on by default in simulation
+    # A refusal is answered with the field's rule and said on the server's console too.
+    refused = httpx.post(franka_dashboard.url + "api/tasks", json={"fields": {}, "planner": "api"}, timeout=30)
+    assert refused.status_code == 400 and refused.json()["error"].startswith("planner: api is not available here")
+    assert franka_dashboard.wait_output("refused to start a task: planner: api is not available here")
 
     run_task_from_form(page, 1)
     assert page.inner_text("[data-testid=finish-status]") == "success"
@@ -116,5 +129,5 @@ def test_the_readme_dashboard_command_runs_two_solved_picks_with_a_reset_between
     assert page.inner_text("[data-testid=reset-status]") == "done"
     assert page.is_hidden("[data-testid=disagreement]")
     shot(page, "franka-cli-two-tasks")
-    assert "task-002: planner=replay recipe=" in franka_dashboard.output
-    assert "scene reset in" in franka_dashboard.output
+    assert franka_dashboard.wait_output("task-002: planner=replay recipe=")
+    assert franka_dashboard.wait_output("scene reset in")
