@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rpent.cli.logs import FanOutSink, ProgressSink, setup_console
+from rpent.cli.logs import FanOutSink, ProgressSink, add_run_log, setup_console
 from rpent.robot import ConfigError, RobotNotFound, RobotSpec, load_robot
 from rpent.tools.record import open_segment
 
@@ -98,13 +98,19 @@ def serve_mcp(args: argparse.Namespace) -> int:
             except OSError as exc:
                 raise ConfigError(f"--port: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
         # Last, so a refused flag leaves no directory behind; a used directory is refused (RecordError).
-        open_segment(config.output_dir, resume=getattr(args, "resume", False))
+        segment = open_segment(config.output_dir, resume=getattr(args, "resume", False))
     except (ConfigError, RobotNotFound, ValueError) as exc:  # RecordError is a ValueError
         if sock is not None:
             sock.close()
         print(f"rpent serve-mcp: error: {exc}", file=sys.stderr)
         return EXIT_CONFIG
-    return _serve_robot(args, spec, module, config, sock)
+    # Like rpent run's record: everything logged goes to run.log, tracebacks there only (not on stderr).
+    run_log = add_run_log(segment)
+    try:
+        return _serve_robot(args, spec, module, config, sock)
+    finally:
+        logging.getLogger().removeHandler(run_log)
+        run_log.close()
 
 
 def _serve_robot(args: argparse.Namespace, spec: RobotSpec, module: Any, config: Any, sock: Any) -> int:

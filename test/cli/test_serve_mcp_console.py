@@ -1,4 +1,5 @@
-"""`rpent serve-mcp` tells its operator on the console when it refuses a client's call."""
+"""`rpent serve-mcp` tells its operator on the console when it refuses a client's call, and its record
+keeps a run.log as `rpent run`'s does."""
 
 from __future__ import annotations
 
@@ -41,3 +42,5 @@ def test_refused_calls_are_logged_on_the_console(tmp_path):
     refused = [line for line in stderr.splitlines() if "refused" in line]
     assert any("move_to" in line and "x_m" in line for line in refused), stderr
     assert any("'fly'" in line for line in refused), stderr
+    run_log = (tmp_path / "mcp" / "run.log").read_text()  # the record keeps what the console showed
+    assert "refused" in run_log and "'fly'" in run_log
