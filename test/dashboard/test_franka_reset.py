@@ -62,3 +62,41 @@ def test_a_second_pick_needs_the_reset_and_says_so_without_it(served: Served, tm
     assert third["finish"]["status"] == "success" and third["solved"] is True
     assert "disagreement" not in third["summary"]
     assert "scene reset in" in (tmp_path / "runs" / "task-003" / "run.log").read_text()
+
+
+@pytest.mark.parametrize("robot", ["franka", "dual_franka"])
+def test_the_sim_reset_puts_objects_back_and_every_arm_home(robot: str, tmp_path: Path) -> None:
+    import mujoco
+    import numpy as np
+
+    module = load_robot(robot)
+    spec = module.get_robot_spec()
+    args = build_parser(spec).parse_args(["run", "--robot", robot, "--sim", "--output-dir", str(tmp_path / "runs"),
+                                          "--memory-dir", str(tmp_path / "memory")])
+    session = DashboardSession(args=args, spec=spec, robot=module, output_root=tmp_path / "runs")
+    session.start()
+    try:
+        runtime = session._shared_kwargs["runtime"]
+        sim = runtime.sim
+        # Disturb the scene as a task would: every object displaced, every arm off home.
+        with sim.lock:
+            for obj in sim.scene.objects:
+                q = int(sim.model.jnt_qposadr[mujoco.mj_name2id(sim.model, mujoco.mjtObj.mjOBJ_JOINT, f"{obj.name}_joint")])
+                sim.data.qpos[q:q + 2] += 0.05
+        for name, arm in runtime.arms.items():
+            off_home = list(runtime.arm_configs[name].home_joints_rad)
+            off_home[0] += 0.2
+            arm.start_joints([off_home], 0.3)
+        for arm in runtime.arms.values():
+            assert arm.wait(60).finished
+        start = {o.name: sim.body_position(o.name) for o in sim.scene.objects}  # after steps: positions computed
+        assert session.scene_reset is not None and session.scene_reset.default is True
+        session.scene_reset.run()
+        for obj in sim.scene.objects:
+            assert np.linalg.norm(sim.body_position(obj.name)[:2] - np.asarray(obj.position[:2])) < 0.005, obj.name
+            assert np.linalg.norm(start[obj.name][:2] - np.asarray(obj.position[:2])) > 0.05
+        for name, arm in runtime.arms.items():
+            error = np.abs(np.asarray(arm.state().joints) - np.asarray(runtime.arm_configs[name].home_joints_rad))
+            assert error.max() < 0.01, (name, error)
+    finally:
+        session.stop()
