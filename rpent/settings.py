@@ -53,6 +53,5 @@ def check_model(model: str) -> None:
 
 
 def missing_key_message(api_key_env: str) -> str:
-    """The refusal when the API key's variable is empty, in the terms of the command line."""
-    return (f"api_key_env: environment variable {api_key_env} is not set "
-            f"(export {api_key_env}=<key>, or name the variable that holds it with --api-key-env)")
+    """The refusal when the API key's variable is empty; `rpent run` names the option as its flag."""
+    return f"api_key_env: environment variable {api_key_env} is not set (export {api_key_env}=<key>, or name another variable)"

@@ -146,7 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     setup_console(quiet=args.quiet, json_logs=args.json_logs)
     assert module is not None and spec is not None
-    from rpent.cli.run import EXIT_CONFIG, default_output_dir, run
+    from rpent.cli.run import EXIT_CONFIG, default_output_dir, in_flag_terms, run
 
     args.started = time.time()  # the one timestamp of this run: folder name, run id, inbox copy
     if args.output_dir is None:
@@ -158,7 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return serve_dashboard(args, spec, module)
         return run(args, spec, module)
     except (ConfigError, RecordError) as exc:
-        print(f"rpent: error: {exc}", file=sys.stderr)
+        print(f"rpent: error: {in_flag_terms(str(exc))}", file=sys.stderr)
         return EXIT_CONFIG
 
 

@@ -36,6 +36,17 @@ def describe_interruption(interruption: BaseException) -> str:
     return "terminated (SIGTERM)" if isinstance(interruption, Terminated) else "interrupted (Ctrl-C)"
 
 
+# Planner option -> the flag that sets it: a planner's refusal names its option ("max_wall_time_s: ..."),
+# which the command line reports as the flag the operator typed.
+OPTION_FLAGS = {"model": "--model", "base_url": "--base-url", "api_key_env": "--api-key-env",
+                "max_wall_time_s": "--max-wall-time", "recipe": "--recipe"}
+
+
+def in_flag_terms(message: str) -> str:
+    option, sep, rest = message.partition(": ")
+    return f"{OPTION_FLAGS[option]}: {rest}" if sep and option in OPTION_FLAGS else message
+
+
 def planner_options(args: argparse.Namespace) -> dict[str, Any]:
     """CLI flags -> keyword options of the chosen planner."""
     if args.planner == "replay":

@@ -56,5 +56,14 @@ def test_a_deprecated_model_is_named_once_per_run_not_per_request(tmp_path):
 def test_missing_key_names_the_variable_and_the_flag_not_a_python_argument(tmp_path):
     done = rpent("run", "--robot", "toy", "--planner", "api", "--output-dir", str(tmp_path / "run"))
     assert done.returncode == 2
-    assert "ANTHROPIC_API_KEY is not set" in done.stderr and "--api-key-env" in done.stderr
+    assert "rpent: error: --api-key-env: environment variable ANTHROPIC_API_KEY is not set" in done.stderr
+    assert "export ANTHROPIC_API_KEY=" in done.stderr
     assert "api_key=" not in done.stderr
+
+
+def test_a_planner_option_refused_is_named_as_the_flag(tmp_path):
+    done = rpent("run", "--robot", "toy", "--planner", "api", "--max-wall-time", "-5",
+                 "--output-dir", str(tmp_path / "run"), env=rpent_env(ANTHROPIC_API_KEY="test-key"))
+    assert done.returncode == 2
+    assert "rpent: error: --max-wall-time: must be a positive number, got -5.0" in done.stderr
+    assert not (tmp_path / "run").exists()
