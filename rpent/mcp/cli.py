@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from rpent.cli.logs import FanOutSink, ProgressSink, add_run_log, setup_console
+from rpent.cli.run import Terminated, describe_interruption
 from rpent.robot import ConfigError, RobotNotFound, RobotSpec, load_robot
 from rpent.tools.record import open_segment
 
@@ -145,8 +146,8 @@ def _serve_robot(args: argparse.Namespace, spec: RobotSpec, module: Any, config:
             log.info("serving MCP over stdio")
             asyncio.run(serve_stdio(server))
         log.info("MCP client gone; shutting down")
-    except KeyboardInterrupt:
-        log.warning("interrupted: stopping the robot and saving the record")
+    except KeyboardInterrupt as exc:
+        log.warning("%s: stopping the robot and saving the record", describe_interruption(exc))
     except Exception as exc:
         log.exception("serve-mcp failed: %s: %s", type(exc).__name__, exc)
         code = EXIT_FAILED
@@ -184,7 +185,7 @@ class _nothing:
 
 
 def _raise_interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
+    raise Terminated
 
 
 def _main_thread() -> bool:

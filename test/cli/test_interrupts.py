@@ -43,3 +43,12 @@ def test_dashboard_ended_by_a_signal_exits_with_its_code(tmp_path, sig, code, re
         assert page.status == 200
     assert run.signal_and_wait(sig) == code, run.output()
     assert reason in run.output()
+
+
+@pytest.mark.parametrize(("sig", "reason"), [(signal.SIGINT, "interrupted (Ctrl-C)"), (signal.SIGTERM, "terminated (SIGTERM)")])
+def test_serve_mcp_says_which_signal_stopped_it(tmp_path, sig, reason):
+    run = Running("serve-mcp", "--robot", "toy", "--http", "--port", "0", "--output-dir", str(tmp_path / "mcp"))
+    run.wait_for("MCP server listening on http://127.0.0.1:")
+    assert run.signal_and_wait(sig) == 0, run.output()  # stopping is a server's normal end
+    assert f"{reason}: stopping the robot" in run.output()
+    assert reason in (tmp_path / "mcp" / "run.log").read_text()
