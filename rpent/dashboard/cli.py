@@ -24,6 +24,7 @@ from rpent.dashboard.options import DEFAULT_PORT, TOKEN_ENV, add_dashboard_args
 from rpent.dashboard.session import DashboardSession
 from rpent.loopback import check_bind, is_loopback
 from rpent.robot import ConfigError, RobotSpec
+from rpent.runtime.arm import RuntimeFault
 
 log = logging.getLogger("rpent.dashboard")
 
@@ -149,6 +150,11 @@ def serve_session(args: argparse.Namespace, session: DashboardSession,
         raise
     except KeyboardInterrupt as exc:
         early = exc
+    except RuntimeFault as exc:
+        # The runtime's own description of an expected failure (e.g. an arm that does not answer):
+        # one line; a traceback would add nothing but noise, and no task record exists yet for it.
+        log.error("the dashboard could not start the robot: %s", exc)
+        code = EXIT_FAILED
     except Exception:
         log.exception("the dashboard session failed")
         code = EXIT_FAILED

@@ -58,3 +58,13 @@ def test_safety_refusal_is_one_line_and_the_traceback_is_in_run_log(tmp_path):
     assert "z_m = -0.2" in refused[0] and "the robot did not move" in refused[0]
     run_log = (out / "run.log").read_text()
     assert "Traceback (most recent call last)" in run_log and "MotionRefused" in run_log
+
+
+@pytest.mark.slow
+def test_dashboard_whose_real_arm_does_not_answer_is_one_line_naming_the_sim_flag(tmp_path):
+    done = rpent("run", "--robot", "franka", "--dashboard", "--port", "0", "--output-dir", str(tmp_path / "session"))
+    assert done.returncode == 1, done.stderr
+    _no_traceback(done.stderr)
+    failed = [line for line in done.stderr.splitlines() if "could not start the robot" in line]
+    assert len(failed) == 1, done.stderr
+    assert "could not connect to the Franka arm at" in failed[0] and "add --sim" in failed[0]
