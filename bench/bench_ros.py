@@ -11,7 +11,8 @@ process. Measured, sequentially, N calls each:
 - cancel:  a slow toy move_to (a valid target: the toy refuses x < 0) cancelled once it runs, from the
            cancel request to the goal's result; the floor cancels a bare goal that waits for its cancel.
 
-Ratios are to the bare server's figures; the goal is a toolkit round trip within 1.5x the bare one.
+Bare and toolkit calls alternate in blocks of 20, so a drifting machine load biases neither. Ratios
+are to the bare server's figures; the goal is a toolkit round trip within 1.5x the bare one.
 Needs a sourced ROS 2 with this package built by colcon (see docs/ros.md); confine DDS to loopback.
 
 Run: source <ros2>/setup.bash && source <ws>/install/setup.bash && python bench/bench_ros.py [--calls 200]
@@ -43,10 +44,19 @@ def _timed(fn: Any, n: int) -> list[float]:
     return times
 
 
-def _cancel_latencies(remote: Any, n: int) -> list[float]:
+def _interleaved(fns: dict[str, Any], n: int, block: int = 20) -> dict[str, list[float]]:
+    """`n` timed calls of each, in alternating blocks: a machine whose load drifts biases neither."""
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    while any(len(t) < n for t in times.values()):
+        for name, fn in fns.items():
+            times[name] += _timed(fn, min(block, n - len(times[name])))
+    return times
+
+
+def _cancel_latencies(remote: Any, n: int, first: int = 0) -> list[float]:
     """Cancel -> result of a move that is running (the toy moves; the bare server waits for the cancel)."""
     latencies = []
-    for i in range(n):
+    for i in range(first, first + n):
         running = threading.Event()
         call = remote.submit("move_to", SLOW_MOVES[i % 2],
                              on_stage=lambda stage, *_, ev=running: stage == "running" and ev.set())
@@ -70,10 +80,12 @@ def _measure(node: Any, calls: int, cancels: int) -> dict[str, list[float]]:
         remote.wait_ready(30)
         for _ in range(10):  # warm up discovery and both paths
             remote.execute_tool("get_state", {})
-    figures = {"bare": _timed(lambda: bare.execute_tool("get_state", {}), calls),
-               "toolkit": _timed(lambda: toolkit.execute_tool("get_state", {}), calls)}
-    figures["bare_cancel"] = _cancel_latencies(bare, cancels)
-    figures["toolkit_cancel"] = _cancel_latencies(toolkit, cancels)
+    figures = _interleaved({"bare": lambda: bare.execute_tool("get_state", {}),
+                            "toolkit": lambda: toolkit.execute_tool("get_state", {})}, calls)
+    figures["bare_cancel"], figures["toolkit_cancel"] = [], []
+    for i in range(cancels):
+        figures["bare_cancel"] += _cancel_latencies(bare, 1, i)
+        figures["toolkit_cancel"] += _cancel_latencies(toolkit, 1, i)
     return figures
 
 

@@ -26,7 +26,7 @@ from rpent.srv import CloseTask, GetStatus, ListTools, NewTask
 from rpent.tools import ToolArgumentError, ToolResult
 from rpent_ros.action_client import ThreadSafeActionClient
 from rpent_ros.conversions import result_from_fields
-from rpent_ros.goal_qos import call_tool_client_qos
+from rpent_ros.goal_qos import RESULT_GRACE_S, call_tool_client_qos
 from rpent_ros.tool_schema import ArgumentChecker
 
 StageCallback = Callable[[str, str, "float | None"], Any]
@@ -90,7 +90,7 @@ class RemoteCall:
         self._goal_handle: Any = None
         self._cancel_requested = False
         self._sent_at = time.monotonic()
-        self._result_asked_at: float | None = None
+        self._ended_seen_at: float | None = None  # when the status topic first said the goal ended
         self._lock = threading.Lock()
 
     def _send(self, arguments_json: str) -> None:
@@ -118,7 +118,6 @@ class RemoteCall:
             abandoned = self._done.is_set()  # gave up waiting for this answer
             if handle.accepted and not abandoned:
                 self._goal_handle = handle
-                self._result_asked_at = time.monotonic()
             cancel = self._cancel_requested
         if not handle.accepted:
             self._finish(ToolResult(error=(
@@ -132,8 +131,11 @@ class RemoteCall:
 
     def _got_result(self, future: Any) -> None:
         response = future.result()
-        if response.status not in _TERMINAL:
-            return  # the node no longer knows the goal (e.g. it restarted); the watch ends the call
+        if response.status not in _TERMINAL:  # STATUS_UNKNOWN
+            self._finish(ToolResult(error=(
+                f"{self._client.namespace}/call_tool: the toolkit node no longer knows the goal for '{self.name}'"
+                " (it restarted, or the result expired before it was asked for)")))
+            return
         self.status = response.status
         r = response.result
         self._finish(result_from_fields(r.is_error, r.error, r.result_json, [(i.format, bytes(i.data)) for i in r.images]))
@@ -141,7 +143,7 @@ class RemoteCall:
     def _watch(self, now: float, server_gone_for: float) -> None:
         """Called a few times a second while the call is open: give every wait its bound."""
         with self._lock:
-            handle, asked_at = self._goal_handle, self._result_asked_at
+            handle = self._goal_handle
         ns, timeout = self._client.namespace, self._client.timeout_s
         if handle is None:
             if now - self._sent_at > timeout:
@@ -150,11 +152,17 @@ class RemoteCall:
                     " (is the toolkit node running?)")))
         elif server_gone_for > _GONE_AFTER_S:
             self._finish(ToolResult(error=f"{ns}/call_tool: the toolkit node went away during '{self.name}'"))
-        elif handle.status in _TERMINAL and asked_at is not None and now - asked_at > timeout:
-            # The goal ended but its result has not come: ask again (results stay on the node for 15 min).
+        elif handle.status in _TERMINAL:
+            # The goal ended (says the status topic) but its result has not come: ask again after a grace
+            # (the node keeps a result RESULT_KEEP_S).
             with self._lock:
-                self._result_asked_at = now
-            handle.get_result_async().add_done_callback(self._got_result)
+                if self._ended_seen_at is None:
+                    self._ended_seen_at = now
+                again = now - self._ended_seen_at > RESULT_GRACE_S
+                if again:
+                    self._ended_seen_at = now
+            if again:
+                handle.get_result_async().add_done_callback(self._got_result)
 
     def _finish(self, result: ToolResult) -> None:
         with self._lock:

@@ -1,9 +1,7 @@
 """The CallTool goals of a toolkit node: an action server per tool and one for any tool, each goal's
 call in the toolkit's scheduler, its cancel, its feedback and its final status (rpent_ros/goal_status.py).
 
-Feedback goes out five times a second (stage changes of queued goals, and everything about running
-ones), so a call that is over within a tick sends only its "done" feedback. No executor thread waits
-for a call. A goal is submitted to the toolkit the moment it is accepted, so
+No executor thread waits for a call. A goal is submitted to the toolkit the moment it is accepted, so
 the toolkit's queue order is the acceptance order, and it is executed (rclpy's word for: its result is
 sent) from the call's done callback, when there is nothing left to wait for. Queued and running goals
 hold only their entry here, so cancels, services and new goals are always served. A goal's ROS status
@@ -53,7 +51,7 @@ class _NextTurn:
 class _Goal:
     """One accepted goal. `lock` guards what the toolkit's threads and the executor's share."""
 
-    __slots__ = ("call", "cancel", "cancel_reached", "handle", "lock", "message", "progress", "reported", "result",
+    __slots__ = ("call", "cancel", "cancel_reached", "handle", "lock", "message", "progress", "queued_said", "result",
                  "running_since", "stage")
 
     def __init__(self, handle: ServerGoalHandle) -> None:
@@ -65,7 +63,7 @@ class _Goal:
         self.cancel: Any = None
         self.cancel_reached = False  # the cancel reached the call before it ended
         self.stage, self.message, self.progress = "accepted", "", None
-        self.reported = True  # the current stage was published (the first real one is not yet known)
+        self.queued_said = False  # "queued" goes out with a tick, once, if the call still waits then
         self.running_since: float | None = None
 
 
@@ -155,10 +153,13 @@ class ToolkitGoals:
             if call is not None:  # else _accepted finishes the goal once it holds the call
                 self._finish(goal, call.result())
             return
-        with goal.lock:  # published by the next tick: a call done by then (most reads) sends only "done"
+        with goal.lock:
             if stage == "running" and goal.running_since is None:
                 goal.running_since = time.monotonic()
-            goal.stage, goal.message, goal.progress, goal.reported = stage, message, progress, False
+            goal.stage, goal.message, goal.progress = stage, message, progress
+            # "queued" waits for the next tick: a call admitted at once (most reads) never says it.
+            if stage != "queued":
+                self._publish(goal, [])
 
     def _finish(self, goal: _Goal, result: ToolResult) -> None:
         with goal.lock:
@@ -230,17 +231,23 @@ class ToolkitGoals:
             **feedback_fields(goal.stage, goal.message, goal.progress), elapsed_s=elapsed, poses=poses))
 
     def _tick(self) -> None:
-        """Feedback of every unfinished goal: running ones each tick, queued ones when their stage changed."""
+        """Repeat the feedback of every running call (its stage changes are also sent as they happen),
+        and say "queued" once for calls that are still waiting."""
         with self._lock:
-            due = [g for g in self._goals.values() if g.result is None and (g.running_since is not None or not g.reported)]
+            due = [g for g in self._goals.values()
+                   if g.result is None and (g.running_since is not None or (g.stage == "queued" and not g.queued_said))]
         if not due:
             return
         poses = self._read_poses() if any(g.running_since is not None for g in due) else []
         for goal in due:
             with goal.lock:
-                if goal.result is None:  # its "done" feedback is sent with its status
-                    self._publish(goal, poses if goal.running_since is not None else [])
-                    goal.reported = True
+                if goal.result is not None:  # its "done" feedback is sent with its status
+                    continue
+                if goal.running_since is not None:
+                    self._publish(goal, poses)
+                elif goal.stage == "queued" and not goal.queued_said:
+                    self._publish(goal, [])
+                    goal.queued_said = True
 
     def _read_poses(self) -> list[PoseStamped]:
         if self._poses is None:

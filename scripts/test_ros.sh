@@ -41,6 +41,12 @@ set +u  # colcon's setup scripts read unset variables
 # shellcheck disable=SC1091
 source "$ws/install/setup.bash"
 set -u
+# The ros2 command's first line names the interpreter ROS was built for, which need not hold ROS's
+# Python requirements (.venv does): the tests' `ros2 launch` runs it with .venv's python, like the rest.
+mkdir -p "$ws/bin"
+printf '#!/bin/sh\nexec "%s" "%s" "$@"\n' "$repo/.venv/bin/python" "$(command -v ros2)" > "$ws/bin/ros2"
+chmod +x "$ws/bin/ros2"
+export PATH="$ws/bin:$PATH"
 echo "test_ros: built in $((SECONDS - started)) s"
 
 export MUJOCO_GL="${MUJOCO_GL:-egl}" RPENT_REQUIRE_ROS=1
