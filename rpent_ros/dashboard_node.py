@@ -21,16 +21,15 @@ from typing import Any
 import rclpy
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
-from rclpy.parameter import Parameter
 from rclpy.signals import SignalHandlerOptions
 
-from rpent.cli.run import default_output_dir
+from rpent.cli.run import EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, default_output_dir
 from rpent.dashboard.cli import serve_session
 from rpent.dashboard.session import DashboardSession, dashboard_of
-from rpent.robot import load_robot
+from rpent_ros import node_main
 from rpent_ros.approval import serve_approvals
 from rpent_ros.logging_bridge import forward_python_logging
-from rpent_ros.params import frame_topics, namespace_from_params
+from rpent_ros.params import Param, declare_robot_parameters, frame_topics, package_file
 from rpent_ros.remote_robot import ImageTopics, RemoteRobot, RemoteSpec, ToolkitEvents
 from rpent_ros.signals import shield_shutdown
 from rpent_ros.spinning import BackgroundSpin
@@ -40,21 +39,27 @@ log = logging.getLogger("rpent.dashboard_node")
 DEFAULT_ROS_PORT = 8080  # 8765 is the MCP bridge's default in the launch files
 
 
+DASHBOARD_PARAMETERS = (
+    Param("toolkit_namespace", "/toolkit", "namespace of the toolkit_node the page's tasks run against"),
+    Param("cameras_node", "", "node whose <channel>/image_raw topics feed the camera views (empty: the toolkit "
+          "node's observation images)"),
+    Param("frame_topics", None, "camera views from these image topics: 'channel=/topic' entries", kind="str[]"),
+)
+
+
 class DashboardNode(Node):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("dashboard", automatically_declare_parameters_from_overrides=True, **kwargs)
-        params = {name: p.value for name, p in self.get_parameters_by_prefix("").items()}
-        robot_name = self.get_parameter_or("robot", Parameter("robot", value="toy")).value
-        spec = load_robot(robot_name).get_robot_spec()
-        namespace = str(params.get("toolkit_namespace") or "/toolkit")
-        args = namespace_from_params(spec, {k: v for k, v in params.items() if k != "dashboard_port"})
-        args.dashboard_port = int(params.get("dashboard_port", DEFAULT_ROS_PORT))
+        found = declare_robot_parameters(self, DASHBOARD_PARAMETERS, flag_defaults={"dashboard_port": DEFAULT_ROS_PORT})
+        spec, args, own = found.spec, found.namespace, found.values
+        namespace = own["toolkit_namespace"] or "/toolkit"
+        if getattr(args, "recipe", None):
+            args.recipe = package_file(args.recipe)
         if args.output_dir is None:
             args.output_dir = str(default_output_dir(f"{spec.name}-dashboard"))
         self.args = args
         channels = [c.name for c in dashboard_of(spec).frame_channels]
-        topics = frame_topics(channels, list(params.get("frame_topics") or []), namespace,
-                              str(params.get("cameras_node") or ""))
+        topics = frame_topics(channels, list(own["frame_topics"] or []), namespace, own["cameras_node"])
         self.remote = RosToolkit(self, namespace)
         self.frames = ImageTopics(self, topics)
         self.tool_events = ToolkitEvents(self, namespace)
@@ -75,12 +80,15 @@ def main(args: list[str] | None = None) -> None:
     # uvicorn owns Ctrl-C/SIGTERM here: the session must abort the task and save its record first.
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     forward_python_logging()
-    node = DashboardNode()
+    node = node_main.build("dashboard_node", DashboardNode)  # a bad parameter: its name and rule, exit 2
     executor = MultiThreadedExecutor(num_threads=8)
     executor.add_node(node)
     spinning = BackgroundSpin(executor)
     try:
-        raise SystemExit(serve_session(node.args, node.session, on_stopping=shield_shutdown))
+        code = serve_session(node.args, node.session, on_stopping=shield_shutdown)
+        # `rpent run --dashboard` exits 130/143 on Ctrl-C/SIGTERM; a launched node that stopped when
+        # asked has finished cleanly (launch counts any other code as a node that died).
+        raise SystemExit(EXIT_OK if code in (EXIT_INTERRUPTED, EXIT_TERMINATED) else code)
     finally:
         spinning.stop()
         node.destroy_node()

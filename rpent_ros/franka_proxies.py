@@ -12,6 +12,7 @@ from typing import Any
 from rclpy.node import Node
 
 from rpent.robot import RunConfig
+from rpent_ros.lifecycle_client import wait_configured
 from rpent_ros.runtime_proxy import RuntimeProxy
 
 
@@ -63,6 +64,8 @@ def build_franka_runtime(node: Node, config: RunConfig, *, cameras_node: str, ap
         proxies.append(camera)
     for proxy in proxies:
         proxy.wait_ready(wait_s)
+    # Managed arm, gripper and camera nodes serve from the start but refuse calls until configured.
+    wait_configured(node, [proxy.action_name for proxy in proxies], wait_s)
     return {"runtime": runtime, "frame_sources": {c.name: c.capture for c in runtime.cameras}}
 
 

@@ -14,47 +14,54 @@ import logging
 import sys
 from typing import Any
 
-import rclpy
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 
 from rpent.mcp.bridge import build_mcp_server
 from rpent.mcp.transports import check_host, serve_http, serve_stdio
-from rpent_ros.logging_bridge import forward_python_logging
-from rpent_ros.signals import shield_shutdown
-from rpent_ros.spinning import BackgroundSpin
+from rpent.robot import ConfigError
+from rpent_ros import node_main
+from rpent_ros.params import NodeParameters, Param
 from rpent_ros.toolkit_client import RosToolkit
 
 log = logging.getLogger("rpent.mcp_bridge_node")
+BRIDGE_PARAMETERS = (
+    Param("toolkit_namespace", "/toolkit", "namespace of the toolkit_node whose tools are served"),
+    Param("transport", "stdio", "stdio: MCP on this process's stdin/stdout; http: streamable HTTP at http://host:port/mcp",
+          choices=("stdio", "http")),
+    Param("host", "127.0.0.1", "address the HTTP transport listens on (other than loopback only with allow_remote)"),
+    Param("port", 8765, "port of the HTTP transport (0: a free one)", low=0, high=65535),
+    Param("allow_remote", False, "let the HTTP transport listen on an address other than loopback"),
+    Param("read_image", False, "also serve read_image (a saved picture by its path)"),
+)
 
 
 class McpBridgeNode(Node):
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__("mcp_bridge", **kwargs)
-        self.toolkit_namespace = self.declare_parameter("toolkit_namespace", "/toolkit").value
-        self.transport = self.declare_parameter("transport", "stdio").value
-        self.host = self.declare_parameter("host", "127.0.0.1").value
-        self.port = int(self.declare_parameter("port", 8765).value)
-        self.allow_remote = bool(self.declare_parameter("allow_remote", False).value)
-        self.read_image = bool(self.declare_parameter("read_image", False).value)
-        if self.transport not in ("stdio", "http"):
-            raise ValueError(f"parameter transport: must be stdio or http, got {self.transport!r}")
+        super().__init__("mcp_bridge", automatically_declare_parameters_from_overrides=True, **kwargs)
+        parameters = NodeParameters(self)
+        p = parameters.declare(*BRIDGE_PARAMETERS)
+        parameters.finish()
+        self.toolkit_namespace, self.transport = p["toolkit_namespace"], p["transport"]
+        self.host, self.port, self.allow_remote, self.read_image = p["host"], p["port"], p["allow_remote"], p["read_image"]
         if self.transport == "http":
-            check_host(self.host, allow_remote=self.allow_remote)
+            try:
+                check_host(self.host, allow_remote=self.allow_remote)
+            except ValueError as exc:
+                raise ConfigError(f"parameter host: {exc}") from None
         self.toolkit = RosToolkit(self, self.toolkit_namespace)
 
     def server(self) -> Any:
         self.toolkit.wait_ready()
         return build_mcp_server(self.toolkit, name="robot", include_read_image=self.read_image)  # type: ignore[arg-type]
 
+    def shutdown(self) -> None:
+        self.toolkit.cancel_active_and_wait(timeout=10, reason="mcp_bridge_node shutting down")
+
 
 def main(args: list[str] | None = None) -> None:
-    rclpy.init(args=args)
-    forward_python_logging()
-    node = McpBridgeNode()
-    executor = MultiThreadedExecutor(num_threads=8)
-    executor.add_node(node)
-    spinning = BackgroundSpin(executor)
+    node_main.init(args)
+    node = node_main.build("mcp_bridge_node", McpBridgeNode)
+    spinning = node_main.Spinning(node, threads=8)
     try:
         server = node.server()
         if node.transport == "stdio":
@@ -62,14 +69,10 @@ def main(args: list[str] | None = None) -> None:
         else:
             asyncio.run(serve_http(server, host=node.host, port=node.port,
                                    on_listening=lambda url: print(f"MCP server listening on {url}", file=sys.stderr, flush=True)))
-    except (KeyboardInterrupt, ExternalShutdownException):
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM; the goals still running are cancelled below
         pass
     finally:
-        shield_shutdown()
-        node.toolkit.cancel_active_and_wait(timeout=10, reason="mcp_bridge_node shutting down")
-        spinning.stop()
-        node.destroy_node()
-        rclpy.try_shutdown()
+        spinning.close(node.shutdown)
 
 
 if __name__ == "__main__":

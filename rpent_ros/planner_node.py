@@ -10,52 +10,53 @@ validation and the robot itself live in the toolkit node at `toolkit_namespace`.
 from __future__ import annotations
 
 import logging
+import queue
 import time
 from typing import Any
 
-import rclpy
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
-from rclpy.parameter import Parameter
 
 from rpent.cli.artifacts import write_json
 from rpent.cli.run import default_output_dir, make_planner
 from rpent.planner.base import AbortRequest
-from rpent.robot import load_robot
-from rpent_ros.logging_bridge import forward_python_logging
-from rpent_ros.params import namespace_from_params
-from rpent_ros.signals import shield_shutdown
-from rpent_ros.spinning import BackgroundSpin
+from rpent_ros import node_main
+from rpent_ros.params import (
+    Param,
+    declare_robot_parameters,
+    flag_errors_as_parameters,
+    package_file,
+    parse_robot_config,
+)
 from rpent_ros.toolkit_client import RosToolkit
 
 log = logging.getLogger("rpent.planner_node")
-NODE_ONLY = ("toolkit_namespace", "planner", "new_task")
+PLANNER_PARAMETERS = (
+    Param("toolkit_namespace", "/toolkit", "namespace of the toolkit_node whose tools the planner calls"),
+    Param("new_task", True, "ask the toolkit node for a fresh record (~/new_task) before planning: a long-lived "
+          "node may hold the previous task's finish"),
+)
 
 
 class PlannerNode(Node):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("planner", automatically_declare_parameters_from_overrides=True, **kwargs)
-        params = {n: p.value for n, p in self.get_parameters_by_prefix("").items()}
-        robot_name = self.get_parameter_or("robot", Parameter("robot", value="toy")).value
-        self.toolkit_namespace = params.get("toolkit_namespace", "/toolkit")
-        self.robot = load_robot(robot_name)
-        self.spec = self.robot.get_robot_spec()
-        namespace = namespace_from_params(self.spec, {k: v for k, v in params.items() if k not in NODE_ONLY})
-        namespace.planner = params.get("planner", namespace.planner)
+        found = declare_robot_parameters(self, PLANNER_PARAMETERS)
+        self.toolkit_namespace = found.values["toolkit_namespace"]
+        self.new_task = found.values["new_task"]
+        self.robot, self.spec, namespace = found.robot, found.spec, found.namespace
+        # A recipe named as in the checkout (robots/franka/recipes/...) is found in the installed package too.
+        namespace.recipe = package_file(namespace.recipe) if namespace.recipe else namespace.recipe
         if namespace.output_dir is None:
             namespace.output_dir = str(default_output_dir(f"{self.spec.name}-planner"))
         self.args = namespace
-        self.config = self.spec.parse_config(namespace)
-        self.planner = make_planner(namespace, self.spec)
+        self.config = parse_robot_config(self.spec, namespace)
+        with flag_errors_as_parameters():
+            self.planner = make_planner(namespace, self.spec)
         self.toolkit = RosToolkit(self, self.toolkit_namespace)
-        # A long-lived toolkit node may hold the previous task's finish: start a clean record first.
-        self.new_task = bool(params.get("new_task", True))
         self.inputs: Any = None
         self.summary: dict[str, Any] | None = None
 
     def run_task(self) -> dict[str, Any]:
-        import queue
-
         started = time.time()
         self.toolkit.wait_ready()
         if self.new_task:
@@ -90,22 +91,16 @@ class PlannerNode(Node):
 
 
 def main(args: list[str] | None = None) -> None:
-    rclpy.init(args=args)
-    forward_python_logging()
-    node = PlannerNode()
-    executor = MultiThreadedExecutor(num_threads=4)
-    executor.add_node(node)
-    spinning = BackgroundSpin(executor)
+    node_main.init(args)
+    node = node_main.build("planner_node", PlannerNode)
+    spinning = node_main.Spinning(node, threads=4)
+    interrupted = False
     try:
         node.run_task()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        shield_shutdown()
-        node.abort("planner_node interrupted")
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the context is still valid, so the cancel reaches the toolkit node
+        interrupted = True
     finally:
-        shield_shutdown()
-        spinning.stop()
-        node.destroy_node()
-        rclpy.try_shutdown()
+        spinning.close((lambda: node.abort("planner_node interrupted")) if interrupted else None)
 
 
 if __name__ == "__main__":

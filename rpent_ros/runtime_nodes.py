@@ -1,7 +1,8 @@
 """Runtime nodes: one runtime each, served over RuntimeCall, with telemetry for rviz.
 
-    ros2 run rpent franka_sim_node --ros-args -p arms:=2              # franky-sim + its cameras
-    ros2 run rpent franka_arm_node --ros-args -p name:=left -p ip:=127.0.0.1
+    ros2 run rpent franka_sim_node --ros-args -p arms:=2 -p sim_seed:=3       # franky-sim + its cameras
+    ros2 run rpent franka_arm_node --ros-args -r __node:=arm_left -p name:=left -p ip:=127.0.0.1
+    ros2 lifecycle set /arm_left configure && ros2 lifecycle set /arm_left activate
     ros2 run rpent franka_arm_node --ros-args -p name:=left -p ip:=172.16.0.2 \
         -p urdf:=/path/fr3.urdf -p base_xyz:="[0.0, 0.3, 0.0]" -p base_rpy:="[0.0, 0.0, 0.0]"
     ros2 run rpent franka_gripper_node --ros-args -p name:=left -p ip:=127.0.0.1
@@ -9,34 +10,35 @@
     ros2 run rpent camera_node --ros-args -p name:=wrist -p config:=/path/franka.yaml   # e.g. a RealSense
     ros2 run rpent vla_client_node --ros-args -p endpoint:=socket://127.0.0.1:9100
 
-Every node stops its runtime's motion on shutdown and logs failures with their cause.
-For rviz, an arm node latches its URDF on `/<name>/robot_description` and publishes TF for every
-link (`world -> <name>_link0` from `base_xyz`/`base_rpy`); its gripper node adds the fingers.
-Camera and sim nodes publish each camera's colour, depth, CameraInfo, point cloud and TF frame
-(rpent_ros.camera_topics has the topics and frames).
+The arm, gripper and camera nodes are managed (lifecycle) nodes (rpent_ros.managed_node): they
+start unconfigured; configure connects, activate admits motions (a camera's captures), deactivate
+stops them and refuses new ones, cleanup disconnects. The launch files take them to active. Each
+publishes its health on /diagnostics. Every node stops its runtime's motion on shutdown and logs
+failures with their cause. For rviz, an arm node latches its URDF on `/<name>/robot_description`
+and publishes TF for every link (`world -> <name>_link0` from `base_xyz`/`base_rpy`); its gripper
+node adds the fingers. Camera and sim nodes publish each camera's colour, depth, CameraInfo, point
+cloud and TF frame (rpent_ros.camera_topics has the topics and frames).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
-import rclpy
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 
+from rpent.robot import ConfigError
 from rpent.runtime.arm import RuntimeFault
 from rpent.runtime.camera import capture_frame
-from rpent_ros.logging_bridge import forward_python_logging
-from rpent_ros.robot_description import ArmDescription, UrdfError, base_xyz_for, load_arm_description, three_numbers
+from rpent_ros import node_main
+from rpent_ros.managed_node import ManagedRuntimeNode
+from rpent_ros.params import NodeParameters, Param
+from rpent_ros.robot_description import ArmDescription, UrdfError, base_xyz_for, load_arm_description
 from rpent_ros.runtime_server import ARM_METHODS, CAMERA_METHODS, GRIPPER_METHODS, POLICY_METHODS, RuntimeServer
-from rpent_ros.signals import shield_shutdown
 from rpent_ros.telemetry import ArmTelemetry, CameraTelemetry
 
 log = logging.getLogger("rpent.runtime_nodes")
@@ -47,13 +49,17 @@ FRANKA_ARM_METHODS = ARM_METHODS | {
 }
 # The stop tool confirms a gripper stop (and reports one that failed) through the gripper node too.
 FRANKA_GRIPPER_METHODS = GRIPPER_METHODS | {"confirm_stopped"}
+# What an inactive node refuses: whatever moves the robot (state, checks, wait and stop stay served).
+ARM_MOTIONS = frozenset({"start_cartesian", "start_relative", "start_joints"})
+GRIPPER_MOTIONS = frozenset({"move", "grasp", "open"})
 
 
 class RuntimeNode(Node):
-    """A node owning runtime objects: serves each at `~/<name>/call`, stops them all on shutdown."""
+    """A node owning runtime objects (the simulator, a policy client): serves each at `~/<name>/call`
+    from the start and stops them all on shutdown."""
 
     def __init__(self, node_name: str, **kwargs: Any) -> None:
-        super().__init__(node_name, **kwargs)
+        super().__init__(node_name, automatically_declare_parameters_from_overrides=True, **kwargs)
         self.group = ReentrantCallbackGroup()
         self.servers: list[RuntimeServer] = []
         self.owned: list[Any] = []
@@ -121,123 +127,151 @@ def start_inprocess_telemetry(node: Node, runtime: Any, rate_hz: float, camera_r
     return len(arms)
 
 
-def _connect(node: Node, what: str, factory: Callable[[], Any]) -> Any:
-    """Connect, retrying until `connect_wait_s`: the robot (or franky-sim) may come up after this node."""
-    wait_s = float(node.declare_parameter("connect_wait_s", 60.0).value)
-    deadline = time.monotonic() + wait_s
-    while True:
-        try:
-            return factory()
-        except Exception as exc:
-            if time.monotonic() >= deadline:
-                raise
-            node.get_logger().info(f"{what} not reachable yet ({exc}); retrying", throttle_duration_sec=10.0)
-            time.sleep(0.5)
-
-
-def _description(node: Node, arm_name: str) -> ArmDescription | None:
-    """The arm's URDF for rviz: parameter `urdf` (a lab's franka_description output), else franky-sim's FR3."""
-    return description_or_none(node, arm_name, str(node.declare_parameter("urdf", "").value))
-
-
-def _vector_parameter(node: Node, name: str, default: tuple[float, float, float]) -> tuple[float, float, float]:
-    # Dynamic typing, so `[0, 1, 0]` (integers) from a launch file is accepted as well as floats.
-    value = node.declare_parameter(name, list(default), ParameterDescriptor(dynamic_typing=True)).value
-    return three_numbers(f"parameter {name}", value)
-
-
-def _safety(node: Node, arm_name: str) -> Any:
-    from robots.franka.config import DEFAULT_SAFETY_FILE
+def _safety_envelope(path: str, arm_name: str) -> Any:
     from robots.franka.safety import load_safety_config
 
-    path = node.declare_parameter("safety_file", str(DEFAULT_SAFETY_FILE)).value
     return load_safety_config(path).envelope(arm_name)
 
 
-class FrankaArmNode(RuntimeNode):
+def _safety_param() -> Param:
+    from robots.franka.config import DEFAULT_SAFETY_FILE
+
+    return Param("safety_file", str(DEFAULT_SAFETY_FILE), "safety envelope YAML: workspace, speeds, forces and "
+                 "gripper limits every motion is checked against (docs/franka-safety.md)")
+
+
+NAME = Param("name", "arm", "the arm's name: prefix of its joints and frames (<name>_joint1, <name>_link0); "
+             "RuntimeCall at ~/<name>/call")
+IP = Param("ip", "172.16.0.2", "FCI address of the robot (franky-sim: its 127.0.0.x address)")
+CONNECT_TIMEOUT = Param("connect_timeout_s", 10.0, "seconds one connection attempt may take", low=0.1, high=600.0)
+URDF = Param("urdf", "", "FR3 URDF for rviz (a lab's franka_description output); empty: the one franky-sim ships")
+
+
+class FrankaArmNode(ManagedRuntimeNode):
+    """One FR3 arm over FCI (franky), managed: configure connects, activate admits motions."""
+
+    kind = "arm"
+
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__("franka_arm", **kwargs)
+        super().__init__("franka_arm", [
+            NAME, IP, _safety_param(), CONNECT_TIMEOUT, URDF,
+            Param("publish_rate_hz", 30.0, "joint states and TF per second", low=0.1, high=1000.0),
+            Param("dynamics_factor", 0.5, "share of the FR3's velocity, acceleration and jerk limits motions may use "
+                  "(franky's relative dynamics factor)", low=0.01, high=1.0),
+            Param("base_xyz", None, "where the arm's base sits in world_frame, metres (default: franky-sim's "
+                  "placement for this arm name)", kind="float[]", length=3),
+            Param("base_rpy", [0.0, 0.0, 0.0], "roll, pitch, yaw of the arm's base in world_frame, radians", length=3),
+            Param("world_frame", "world", "TF frame the arm's base is placed in"),
+        ], FRANKA_ARM_METHODS, ARM_MOTIONS, **kwargs)
+        p = self.params
+        # Read (and refuse bad) files before any robot is waited for.
+        self.envelope = _safety_envelope(p["safety_file"], self.runtime_name)
+        base_xyz = p["base_xyz"] if p["base_xyz"] is not None else base_xyz_for(self.runtime_name)
+        self.telemetry = ArmTelemetry(self, self.runtime_name, description_or_none(self, self.runtime_name, p["urdf"]),
+                                      base_xyz=base_xyz, base_rpy=p["base_rpy"], world_frame=p["world_frame"])
+
+    def connect(self) -> Any:
         from robots.franka.franky_arm import FrankyArm
 
-        name = self.declare_parameter("name", "arm").value
-        ip = self.declare_parameter("ip", "172.16.0.2").value
-        rate = float(self.declare_parameter("publish_rate_hz", 30.0).value)
-        envelope = _safety(self, name)
-        dynamics = float(self.declare_parameter("dynamics_factor", 0.5).value)
-        timeout = float(self.declare_parameter("connect_timeout_s", 10.0).value)
-        # Read (and refuse bad) visualisation parameters before waiting for the robot.
-        description = _description(self, name)
-        base_xyz = _vector_parameter(self, "base_xyz", base_xyz_for(name))  # default: franky-sim's placement
-        base_rpy = _vector_parameter(self, "base_rpy", (0.0, 0.0, 0.0))
-        world_frame = str(self.declare_parameter("world_frame", "world").value)
-        arm = _connect(self, f"arm {name} at {ip}", lambda: FrankyArm(
-            ip, name=name, envelope=envelope, dynamics_factor=dynamics, connect_timeout_s=timeout,
-        ))
-        self.serve(name, arm, FRANKA_ARM_METHODS)
-        telemetry = ArmTelemetry(self, name, description, base_xyz=base_xyz, base_rpy=base_rpy, world_frame=world_frame)
-        self.every(rate, lambda: telemetry.publish(arm.state()))
-        self.get_logger().info(f"arm {name} at {ip}: serving ~/{name}/call")
+        p = self.params
+        return FrankyArm(p["ip"], name=self.runtime_name, envelope=self.envelope, dynamics_factor=p["dynamics_factor"],
+                         connect_timeout_s=p["connect_timeout_s"])
+
+    def start_telemetry(self, arm: Any) -> None:
+        self.every(self.params["publish_rate_hz"], lambda: self.telemetry.publish(arm.state()))
 
 
-class FrankaGripperNode(RuntimeNode):
+class FrankaGripperNode(ManagedRuntimeNode):
+    """The Franka Hand of one arm, managed like the arm node."""
+
+    kind = "gripper"
+
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__("franka_gripper", **kwargs)
+        super().__init__("franka_gripper", [
+            NAME, IP, _safety_param(), CONNECT_TIMEOUT, URDF,
+            Param("publish_rate_hz", 10.0, "finger joint states and TF per second", low=0.1, high=100.0),
+        ], FRANKA_GRIPPER_METHODS, GRIPPER_MOTIONS, **kwargs)
+        self.envelope = _safety_envelope(self.params["safety_file"], self.runtime_name)
+        # Only this node knows the opening, so it publishes the finger joints; the arm node the rest.
+        self.telemetry = ArmTelemetry(self, self.runtime_name,
+                                      description_or_none(self, self.runtime_name, self.params["urdf"]), static=False)
+
+    def connect(self) -> Any:
         from robots.franka.franky_gripper import FrankyGripper
 
-        name = self.declare_parameter("name", "arm").value
-        ip = self.declare_parameter("ip", "172.16.0.2").value
-        envelope = _safety(self, name)
-        timeout = float(self.declare_parameter("connect_timeout_s", 10.0).value)
-        description = _description(self, name)
-        rate = float(self.declare_parameter("publish_rate_hz", 10.0).value)
-        gripper = _connect(self, f"gripper {name} at {ip}", lambda: FrankyGripper(
-            ip, name=f"{name}_gripper", envelope=envelope, connect_timeout_s=timeout,
-        ))
-        self.serve(name, gripper, FRANKA_GRIPPER_METHODS)
-        # Only this node knows the opening, so it publishes the finger joints; the arm node the rest.
-        telemetry = ArmTelemetry(self, name, description, static=False)
-        self.every(rate, lambda: telemetry.publish_gripper(gripper.state().width_m))
-        self.get_logger().info(f"gripper {name} at {ip}: serving ~/{name}/call")
+        return FrankyGripper(self.params["ip"], name=f"{self.runtime_name}_gripper", envelope=self.envelope,
+                             connect_timeout_s=self.params["connect_timeout_s"])
+
+    def start_telemetry(self, gripper: Any) -> None:
+        self.every(self.params["publish_rate_hz"], lambda: self.telemetry.publish_gripper(gripper.state().width_m))
 
 
-class CameraNode(RuntimeNode):
+class CameraNode(ManagedRuntimeNode):
     """One camera: USB/UVC through OpenCV (colour) or a RealSense D4xx (colour + aligned depth).
 
     With `config` (a deployment YAML, as the toolkit node reads) the camera entry named `name`
     gives everything, calibration included; otherwise the parameters do, uncalibrated. A wrist
-    camera's pose at capture time uses its arm's joints from /joint_states.
+    camera's pose at capture time uses its arm's joints from /joint_states. Configure opens the
+    device; captures (and the picture topics) run only while active.
     """
 
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__("camera", **kwargs)
-        from robots.franka.config import CameraConfig, load_franka_config
-        from robots.franka.runtime import device_camera
+    kind = "camera"
 
-        name = str(self.declare_parameter("name", "front").value)
-        config_path = str(self.declare_parameter("config", "").value)
-        rate = float(self.declare_parameter("publish_rate_hz", 5.0).value)
-        stride = int(self.declare_parameter("cloud_stride", 2).value)
-        if config_path:
-            franka = load_franka_config(config_path)
-            cam = franka.camera(name)
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__("camera", [
+            Param("name", "front", "the camera's name: its topics ~/<name>/..., frame <name>_optical_frame, "
+                  "RuntimeCall at ~/<name>/call"),
+            Param("config", "", "deployment YAML whose camera entry `name` gives device, calibration and mount "
+                  "(then the device parameters below are not used)"),
+            Param("publish_rate_hz", 5.0, "pictures per second on the camera's topics while active", low=0.1, high=120.0),
+            Param("cloud_stride", 2, "point cloud keeps every n-th pixel in each direction (0: no cloud)",
+                  low=0, high=64),
+            Param("kind", "opencv", "camera driver", choices=("opencv", "realsense")),
+            Param("device", "0", "OpenCV device index or path; a RealSense recording (.bag) to play back",
+                  numbers_as_text=True),
+            Param("serial", "", "RealSense serial number (empty: the only one connected)"),
+            Param("width", 640, "image width in pixels", low=1, high=8192),
+            Param("height", 480, "image height in pixels", low=1, high=8192),
+            Param("fps", 30.0, "frames per second asked of the device", low=0.1, high=1000.0),
+        ], CAMERA_METHODS, CAMERA_METHODS, acts="captures", **kwargs)
+        self.camera_config, self.first_arm = self._camera_config()
+        self._joint_readers: dict[str, JointStateReader] = {}
+        self.telemetry: CameraTelemetry | None = None
+
+    def hardware_id(self) -> str:
+        return str(self.params.get("serial") or self.params.get("device") or self.runtime_name)
+
+    def _camera_config(self) -> tuple[Any, str]:
+        from robots.franka.config import CameraConfig, load_franka_config
+
+        p = self.params
+        if p["config"]:
+            franka = load_franka_config(p["config"])
+            cam = franka.camera(self.runtime_name)
             if cam is None:
                 known = [c.name for c in franka.cameras]
-                raise ValueError(f"parameter name: no camera {name!r} in {config_path} (cameras: {known})")
-            first_arm = franka.arms[0].name
-        else:
-            device = str(self.declare_parameter("device", "0").value)
-            serial = str(self.declare_parameter("serial", "").value)
-            cam = CameraConfig(
-                name=name, kind=self.declare_parameter("kind", "opencv").value,
-                device=int(device) if device.isdigit() else device, serial=serial or None,
-                width=int(self.declare_parameter("width", 640).value), height=int(self.declare_parameter("height", 480).value),
-                fps=float(self.declare_parameter("fps", 30.0).value),
-            )
-            first_arm = "arm"
-        camera = device_camera(cam, first_arm, lambda arm: JointStateReader(self, arm))
-        self.serve(name, camera, CAMERA_METHODS)
-        telemetry = CameraTelemetry(self, name, mount=getattr(camera, "mount", None), cloud_stride=stride)
-        self.every(rate, lambda: telemetry.publish(capture_frame(camera)))
+                raise ConfigError(f"parameter name: no camera {self.runtime_name!r} in {p['config']} (cameras: {known})")
+            return cam, franka.arms[0].name
+        device = p["device"]
+        return CameraConfig(name=self.runtime_name, kind=p["kind"], device=int(device) if device.isdigit() else device,
+                            serial=p["serial"] or None, width=p["width"], height=p["height"], fps=p["fps"]), "arm"
+
+    def _joints_of(self, arm: str) -> JointStateReader:
+        if arm not in self._joint_readers:
+            self._joint_readers[arm] = JointStateReader(self, arm)
+        return self._joint_readers[arm]
+
+    def connect(self) -> Any:
+        from robots.franka.runtime import device_camera
+
+        return device_camera(self.camera_config, self.first_arm, self._joints_of)
+
+    def start_telemetry(self, camera: Any) -> None:
+        if self.telemetry is None:
+            self.telemetry = CameraTelemetry(self, self.runtime_name, cloud_stride=self.params["cloud_stride"])
+        telemetry = self.telemetry
+        telemetry.mount = getattr(camera, "mount", None)
+        self.every(self.params["publish_rate_hz"], lambda: telemetry.publish(capture_frame(camera)), active_only=True)
 
 
 class JointStateReader:
@@ -266,32 +300,61 @@ class JointStateReader:
 class FrankaSimNode(RuntimeNode):
     """franky-sim (one or two arms on 127.0.0.x) and its simulated cameras (fixed and wrist), which
     must render in the simulator's own process. `arm_names` name the arms in order, as the arm
-    nodes and the toolkit do (default: arm; or left, right), so camera poses and TF frames use them."""
+    nodes and the toolkit do (default: arm; or left, right), so camera poses and TF frames use them.
+    `sim_seed` places the objects at random, reachable within each arm's safety envelope, exactly
+    as `rpent run --sim --sim-seed N` does in process."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("franka_sim", **kwargs)
         from robots.franka.cameras import MujocoCamera
-        from robots.franka.sim import FrankaSim, SimScene
+        from robots.franka.sim import FrankaSim
 
-        arms = int(self.declare_parameter("arms", 1).value)
-        hosts = list(self.declare_parameter("hosts", ["127.0.0.1", "127.0.0.2"]).value)[:arms]
-        default_names = ["arm"] if arms == 1 else ["left", "right"]
-        arm_names = list(self.declare_parameter("arm_names", default_names).value)
+        parameters = NodeParameters(self)
+        p = parameters.declare(
+            Param("arms", 1, "simulated arms", low=1, high=2),
+            Param("hosts", ["127.0.0.1", "127.0.0.2"], "loopback address of each arm's FCI, in order"),
+            Param("arm_names", None, "the arms' names in order (default: arm; or left, right)", kind="str[]"),
+            Param("camera_width", 320, "simulated camera image width in pixels", low=16, high=4096),
+            Param("camera_height", 240, "simulated camera image height in pixels", low=16, high=4096),
+            Param("publish_rate_hz", 2.0, "pictures per second on each camera's topics", low=0.1, high=60.0),
+            Param("cloud_stride", 2, "point cloud keeps every n-th pixel in each direction (0: no cloud)", low=0, high=64),
+            Param("sim_seed", None, "place the scene's objects at random for this seed (unset: the fixed scene)",
+                  kind="int", low=0, high=2**31 - 1),
+            _safety_param(),
+        )
+        parameters.finish()
+        arms = p["arms"]
+        arm_names = p["arm_names"] or (["arm"] if arms == 1 else ["left", "right"])
         if len(arm_names) != arms:
-            raise ValueError(f"parameter arm_names: {arms} arms need {arms} names, got {arm_names}")
-        width = int(self.declare_parameter("camera_width", 320).value)
-        height = int(self.declare_parameter("camera_height", 240).value)
-        rate = float(self.declare_parameter("publish_rate_hz", 2.0).value)
-        stride = int(self.declare_parameter("cloud_stride", 2).value)
-        self.sim = FrankaSim(SimScene() if arms == 1 else SimScene.dual(), hostnames=hosts).start()
-        scene = self.sim.scene
+            raise ConfigError(f"parameter arm_names: {arms} arms need {arms} names, got {arm_names}")
+        if len(p["hosts"]) < arms:
+            raise ConfigError(f"parameter hosts: {arms} arms need {arms} addresses, got {p['hosts']}")
+        scene = sim_scene(arm_names, p["safety_file"], p["sim_seed"], p["camera_width"] / p["camera_height"])
+        self.sim = FrankaSim(scene, hostnames=p["hosts"][:arms]).start()
         for name in [c.name for c in scene.cameras] + [c.name for c in scene.wrist_cameras]:
-            camera = MujocoCamera(self.sim, name, width, height, arm_names=arm_names)
+            camera = MujocoCamera(self.sim, name, p["camera_width"], p["camera_height"], arm_names=arm_names)
             self.serve(name, camera, CAMERA_METHODS)
-            telemetry = CameraTelemetry(self, name, mount=camera.mount, cloud_stride=stride)
-            self.every(rate, lambda c=camera, t=telemetry: t.publish(c.capture_frame()))
+            telemetry = CameraTelemetry(self, name, mount=camera.mount, cloud_stride=p["cloud_stride"])
+            self.every(p["publish_rate_hz"], lambda c=camera, t=telemetry: t.publish(c.capture_frame()))
         self.owned.append(self.sim)  # closed after its cameras
-        self.get_logger().info(f"franky-sim running: arms at {', '.join(self.sim.hosts)}")
+        seed = "fixed scene" if p["sim_seed"] is None else f"random scene of seed {p['sim_seed']}"
+        self.get_logger().info(f"franky-sim running ({seed}): arms at {', '.join(self.sim.hosts)}")
+
+
+def sim_scene(arm_names: list[str], safety_file: str, sim_seed: int | None, image_aspect: float) -> Any:
+    """The scene franky-sim simulates: one or two arms, objects fixed or placed at random for `sim_seed`
+    within each arm's envelope from its home pose (robots.franka.runtime.build_runtime does the same)."""
+    from robots.franka.config import HOME_JOINTS_RAD
+    from robots.franka.safety import load_safety_config
+    from robots.franka.scene_layout import random_scene
+    from robots.franka.sim import SimScene
+
+    scene = SimScene() if len(arm_names) == 1 else SimScene.dual()
+    if sim_seed is None:
+        return scene
+    safety = load_safety_config(safety_file)
+    envelopes = [safety.envelope(name, position) for name, position in zip(arm_names, scene.arm_positions, strict=True)]
+    return random_scene(sim_seed, scene, envelopes, [HOME_JOINTS_RAD] * len(arm_names), image_aspect=image_aspect)
 
 
 class VlaClientNode(RuntimeNode):
@@ -301,49 +364,40 @@ class VlaClientNode(RuntimeNode):
         super().__init__("vla_client", **kwargs)
         from rpent.rpc import BaseVLAClient, parse_endpoint
 
-        endpoint = parse_endpoint(self.declare_parameter("endpoint", "socket://127.0.0.1:9100").value)
-        name = self.declare_parameter("name", "policy").value
-        self.serve(name, BaseVLAClient(endpoint), POLICY_METHODS)
-        self.get_logger().info(f"policy {name}: forwarding to {endpoint}")
+        parameters = NodeParameters(self)
+        p = parameters.declare(
+            Param("endpoint", "socket://127.0.0.1:9100", "the policy server: [http|socket]://host:port"),
+            Param("name", "policy", "the policy's name: RuntimeCall at ~/<name>/call"),
+        )
+        parameters.finish()
+        try:
+            endpoint = parse_endpoint(p["endpoint"])
+        except ValueError as exc:
+            raise ConfigError(f"parameter endpoint: {exc}") from None
+        self.serve(p["name"], BaseVLAClient(endpoint), POLICY_METHODS)
+        self.get_logger().info(f"policy {p['name']}: forwarding to {endpoint}")
 
 
-def spin(factory: Callable[[], RuntimeNode], args: list[str] | None = None) -> None:
-    rclpy.init(args=args)
-    forward_python_logging()
-    node: RuntimeNode | None = None
-    try:
-        node = factory()
-        executor = MultiThreadedExecutor(num_threads=8)
-        executor.add_node(node)
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except Exception as exc:
-        log.exception("runtime node failed: %s", exc)
-        raise
-    finally:
-        shield_shutdown()
-        if node is not None:
-            node.shutdown()
-            node.destroy_node()
-        rclpy.try_shutdown()
+def _serve(program: str, factory: Callable[[], Any], args: list[str] | None) -> None:
+    node_main.init(args)
+    node_main.serve(program, factory, shutdown=lambda node: node.shutdown())
 
 
 def franka_arm_main(args: list[str] | None = None) -> None:
-    spin(FrankaArmNode, args)
+    _serve("franka_arm_node", FrankaArmNode, args)
 
 
 def franka_gripper_main(args: list[str] | None = None) -> None:
-    spin(FrankaGripperNode, args)
+    _serve("franka_gripper_node", FrankaGripperNode, args)
 
 
 def camera_main(args: list[str] | None = None) -> None:
-    spin(CameraNode, args)
+    _serve("camera_node", CameraNode, args)
 
 
 def franka_sim_main(args: list[str] | None = None) -> None:
-    spin(FrankaSimNode, args)
+    _serve("franka_sim_node", FrankaSimNode, args)
 
 
 def vla_client_main(args: list[str] | None = None) -> None:
-    spin(VlaClientNode, args)
+    _serve("vla_client_node", VlaClientNode, args)

@@ -109,6 +109,26 @@ class FrankyArm:
             has_errors=has_errors,
         )
 
+    def health(self) -> dict[str, Any]:
+        """What the robot reports about itself (for /diagnostics): mode, errors, control loop, external forces."""
+        self.link.check(self.name)
+        try:
+            st = self._robot.state
+            readings = {
+                "robot mode": str(st.robot_mode).removeprefix("RobotMode."),
+                "errors": _error_names(st.current_errors),
+                "last motion errors": _error_names(st.last_motion_errors),
+                "control rate (Hz)": 1.0 / float(self._robot.control_rate),
+                "control command success rate": float(st.control_command_success_rate),
+                "external wrench (N, Nm)": [float(v) for v in st.O_F_ext_hat_K],
+                "external joint torques (Nm)": [float(v) for v in st.tau_ext_hat_filtered],
+            }
+        except franky.NetworkException as exc:
+            raise self.link.lost_fault(self.name, str(exc)) from exc
+        except Exception as exc:
+            raise RuntimeFault(f"{self.name} at {self.host}: cannot read state: {exc}") from exc
+        return readings
+
     def settled_state(self, timeout_s: float = _SETTLE_TIMEOUT_S) -> ArmState:
         """The state once every joint is at rest (or after `timeout_s`): what a motion really reached."""
         deadline = time.monotonic() + timeout_s
@@ -276,6 +296,11 @@ class FrankyArm:
             self._drain(1.0)
         self._robot = _Closed(self.name)
         self.link.close()
+
+
+def _error_names(errors: Any) -> list[str]:
+    """The names of the flags set in a franky Errors value."""
+    return [name for name in dir(errors) if not name.startswith("_") and getattr(errors, name) is True]
 
 
 class _Closed:

@@ -76,6 +76,18 @@ class FrankyGripper:
         grasped = self._holding and is_grasped and width > self.envelope.limits.grasp_min_width_m
         return GripperState(width_m=width, max_width_m=max_width, grasped=grasped)
 
+    def health(self) -> dict[str, Any]:
+        """What the hand reports about itself (for /diagnostics)."""
+        self.link.check(self.name)
+        try:
+            st = self._gripper.state
+            return {"temperature (C)": float(st.temperature), "width (m)": float(st.width),
+                    "max width (m)": float(st.max_width), "hand reports a grasp": bool(st.is_grasped)}
+        except franky.NetworkException as exc:
+            raise self.link.lost_fault(self.name, str(exc)) from exc
+        except Exception as exc:
+            raise RuntimeFault(f"{self.name} at {self.host}: cannot read gripper state: {exc}") from exc
+
     def move(self, width_m: float, timeout_s: float | None = None, cancel: threading.Event | None = None) -> MotionOutcome:
         self.envelope.check_gripper(width_m=width_m)
         self._holding = False

@@ -31,6 +31,8 @@ from tf2_msgs.msg import TFMessage  # noqa: E402
 from rpent_ros.robot_description import UrdfError, load_arm_description, quaternion_xyzw  # noqa: E402
 from rpent_ros.runtime_nodes import FrankaArmNode, FrankaGripperNode  # noqa: E402
 
+from .managed import activated  # noqa: E402
+
 pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(180)]
 LATCHED = QoSProfile(depth=10, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
 
@@ -100,12 +102,12 @@ def _rotation(x: float, y: float, z: float, w: float) -> np.ndarray:
 
 
 def test_arm_and_gripper_nodes_latch_the_urdf_and_publish_every_link_frame(ros, sim_host: str) -> None:
-    arm_node = ros(FrankaArmNode(parameter_overrides=[
+    arm_node = activated(ros(FrankaArmNode(parameter_overrides=[
         Parameter("name", value="left"), Parameter("ip", value=sim_host), Parameter("publish_rate_hz", value=20.0),
-    ]))
-    gripper_node = ros(FrankaGripperNode(parameter_overrides=[
+    ])))
+    gripper_node = activated(ros(FrankaGripperNode(parameter_overrides=[
         Parameter("name", value="left"), Parameter("ip", value=sim_host), Parameter("publish_rate_hz", value=20.0),
-    ]))
+    ])))
     # Subscribed only after the nodes have published the URDF and static frames once: latched topics
     # still deliver them, as they do to an rviz started late.
     rviz = RvizStandIn(ros(Node("rviz_stand_in")), "/left/robot_description")
@@ -126,14 +128,14 @@ def test_arm_and_gripper_nodes_latch_the_urdf_and_publish_every_link_frame(ros, 
                   "joint states of the arm and the fingers")
 
     # The model's TCP, drawn from the link frames, is where franky says the end effector is (arm at rest).
-    state = arm_node.owned[0].state()
+    state = arm_node.managed.target.state()
     tcp = rviz.in_frame("left_hand_tcp", "left_link0")
     assert math.dist(tcp[:3, 3], state.pose.position) < 0.001
     ee = rviz.in_frame("left_ee", "left_link0")
     assert math.dist(ee[:3, 3], tcp[:3, 3]) < 0.001
 
     # The fingers follow the measured opening.
-    gripper = gripper_node.owned[0]
+    gripper = gripper_node.managed.target
     for width in (0.02, 0.06):
         assert gripper.move(width, timeout_s=30).finished
         measured = gripper.state().width_m
@@ -158,7 +160,7 @@ def test_a_urdf_the_user_names_must_load_before_the_node_waits_for_the_robot(ros
 
 
 def test_a_bad_base_placement_is_refused_naming_the_parameter(ros) -> None:
-    with pytest.raises(ValueError, match=r"parameter base_xyz: must be 3 finite numbers"):
+    with pytest.raises(ValueError, match=r"parameter base_xyz: must be a list of 3 numbers, got \[0\.0, 0\.25\]"):
         FrankaArmNode(parameter_overrides=[
             Parameter("name", value="left"), Parameter("ip", value="127.0.0.151"),
             Parameter("base_xyz", value=[0.0, 0.25]),

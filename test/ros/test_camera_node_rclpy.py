@@ -33,6 +33,8 @@ from rpent_ros.franka_proxies import CameraProxy  # noqa: E402
 from rpent_ros.runtime_nodes import CameraNode  # noqa: E402
 from rpent_ros.telemetry import LATCHED  # noqa: E402
 
+from .managed import activated  # noqa: E402
+
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(120)]
 Q = [0.1, -0.4, 0.05, -2.1, 0.02, 1.7, 0.8]
 
@@ -86,9 +88,9 @@ def deployment(tmp_path: Path):
 
 def test_a_realsense_camera_node_publishes_its_depth_calibration_and_frame(ros, deployment):
     path, recording = deployment
-    ros(CameraNode(parameter_overrides=[
+    activated(ros(CameraNode(parameter_overrides=[
         Parameter("name", value="front"), Parameter("config", value=str(path)), Parameter("publish_rate_hz", value=10.0),
-    ]))
+    ])))
     client = ros(Node("viewer"))
     seen = Last(client, {
         "/camera/front/depth/image_raw": (Image, 2), "/camera/front/camera_info": (CameraInfo, 2),
@@ -113,9 +115,9 @@ def test_a_realsense_camera_node_publishes_its_depth_calibration_and_frame(ros, 
 
 def test_a_wrist_camera_node_places_its_pictures_with_the_arms_joint_states(ros, deployment):
     path, _recording = deployment
-    ros(CameraNode(parameter_overrides=[
+    activated(ros(CameraNode(parameter_overrides=[
         Parameter("name", value="wrist"), Parameter("config", value=str(path)), Parameter("publish_rate_hz", value=10.0),
-    ]))
+    ])))
     client = ros(Node("arm_stand_in"))
     proxy = CameraProxy(client, "/camera/wrist/call", "wrist")
     proxy.wait_ready(30)

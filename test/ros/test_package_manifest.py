@@ -46,6 +46,8 @@ IMPORT_KEYS: dict[str, Need] = {
     "geometry_msgs": Need("geometry_msgs"),
     "action_msgs": Need("action_msgs"),
     "tf2_msgs": Need("tf2_msgs"),
+    "diagnostic_msgs": Need("diagnostic_msgs"),
+    "lifecycle_msgs": Need("lifecycle_msgs"),
     "sensor_msgs_py": Need("sensor_msgs_py"),
     "cv_bridge": Need("cv_bridge"),
     "launch": Need("launch"),

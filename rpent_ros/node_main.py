@@ -1,0 +1,100 @@
+"""How an rpent node process starts and ends: one Ctrl-C, one clean exit, in a fixed order.
+
+rclpy's own signal handler shuts the context down the moment SIGINT arrives, while executor
+threads are still between two waits and timers are still publishing; they then fail with
+`RCLError: failed to initialize wait set: the given context is not valid` or `publisher's context
+is invalid`, and a node can exit 1 on a plain Ctrl-C. So rclpy's handler is off here: SIGINT and
+SIGTERM only tell the main thread to stop, the node stops its motion and closes what it owns while
+the executor still spins, then the executor stops, the node is destroyed, and the context is shut
+down last, when nothing uses it any more.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+import rclpy
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.node import Node
+from rclpy.signals import SignalHandlerOptions
+
+from rpent_ros.logging_bridge import forward_python_logging
+from rpent_ros.signals import shield_shutdown
+from rpent_ros.spinning import BackgroundSpin
+
+# Exit status of a node refused at start for a bad parameter (as `rpent run` exits for a bad flag).
+CONFIG_EXIT = 2
+
+
+def init(args: list[str] | None) -> None:
+    """rclpy.init without rclpy's signal handlers; SIGINT and SIGTERM (launch's second step) raise
+    KeyboardInterrupt in the main thread until `wait_for_signal` or a shutdown takes them over."""
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    forward_python_logging()
+    if threading.current_thread() is threading.main_thread():
+        # Also SIGINT: a process started in the background of a script inherits it as ignored.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
+
+
+def refuse_start(program: str, exc: ValueError) -> NoReturn:
+    """A parameter broke a rule: say which and why, without a traceback, and exit 2."""
+    print(f"{program}: {exc}", file=sys.stderr, flush=True)
+    rclpy.try_shutdown()
+    raise SystemExit(CONFIG_EXIT)
+
+
+def build(program: str, factory: Callable[[], Any]) -> Any:
+    """The node, or exit 2 naming the parameter that is wrong (ValueError: ConfigError, UrdfError, ...)."""
+    try:
+        return factory()
+    except KeyboardInterrupt:  # Ctrl-C while it starts: nothing to stop yet
+        rclpy.try_shutdown()
+        raise SystemExit(0) from None
+    except ValueError as exc:
+        refuse_start(program, exc)
+
+
+class Spinning:
+    """A node spun by a multi-threaded executor in a background thread, ended in order by `close()`."""
+
+    def __init__(self, node: Node, threads: int) -> None:
+        self.node = node
+        executor = MultiThreadedExecutor(num_threads=threads)
+        executor.add_node(node)
+        self._spin = BackgroundSpin(executor)
+
+    def close(self, before_stop: Callable[[], None] | None = None) -> None:
+        """Ignore further SIGINTs, run `before_stop` while the executor spins, then stop, destroy, shut down."""
+        shield_shutdown()
+        try:
+            if before_stop is not None:
+                before_stop()
+        finally:
+            self._spin.stop()
+            self.node.destroy_node()
+            rclpy.try_shutdown()
+
+
+def wait_for_signal() -> None:
+    """Block the main thread until SIGINT or SIGTERM (Ctrl-C, `ros2 launch` shutting down)."""
+    stopping = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stopping.set())
+    while not stopping.wait(1.0):
+        pass
+
+
+def serve(program: str, factory: Callable[[], Node], *, threads: int = 8,
+          shutdown: Callable[[Any], None] | None = None) -> None:
+    """Build the node, spin it until a signal, then `shutdown(node)` while it still spins, and exit 0."""
+    node = build(program, factory)
+    spinning = Spinning(node, threads)
+    try:
+        wait_for_signal()
+    finally:
+        spinning.close(None if shutdown is None else lambda: shutdown(node))
