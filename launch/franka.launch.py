@@ -3,6 +3,10 @@
     ros2 launch rpent franka.launch.py use_sim:=true
     ros2 launch rpent franka.launch.py config:=/path/franka.yaml planner:=api task:="Pick up the red cube."
     ros2 launch rpent franka.launch.py use_sim:=true dashboard:=true      # operator page at http://127.0.0.1:8080/
+    ros2 launch rpent franka.launch.py use_sim:=true sim_seed:=7 planner:=replay \
+        recipe:=robots/franka/recipes/pick_cube.jsonl     # a recipe path inside the package works from any folder
+
+A node that dies (a planner that cannot start, say) ends the launch; the others stop cleanly.
 """
 
 from launch_ros.actions import Node
@@ -10,15 +14,18 @@ from launch_ros.actions import Node
 from launch import LaunchDescription
 from rpent_ros.launch_helpers import (
     DASHBOARD_ARGUMENTS,
+    SIM_SEED_ARGUMENT,
     dashboard_node,
     dashboard_on,
     describe,
     planner_and_bridge,
     rviz_node,
+    sim_seed,
 )
 
 ARGUMENTS = [
     ("use_sim", "false", "true: franky-sim in the toolkit node's process, simulated cameras"),
+    SIM_SEED_ARGUMENT,
     ("config", "", "deployment YAML (arms with FCI host, cameras, safety file); default config/franka.yaml"),
     ("approve_motions", "false", "true: every motion waits for operator approval"),
     ("output_dir", "", "where the run record goes"),
@@ -32,6 +39,8 @@ ARGUMENTS = [
 def _nodes(get):
     params = {"robot": "franka", "runtime_mode": "inprocess", "sim": get("use_sim").lower() == "true",
               "approve_motions": get("approve_motions").lower() == "true", "action_clips": dashboard_on(get)}
+    if params["sim"]:
+        params.update(sim_seed(get))
     rviz = get("rviz").lower() == "true"
     params["camera_rate_hz"] = float(get("camera_rate_hz") or (2.0 if rviz else 0.0))
     for key in ("config", "output_dir", "task"):

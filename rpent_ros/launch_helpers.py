@@ -1,13 +1,17 @@
-"""What RPent launch files offer besides the robot: a planner node, an MCP bridge and a dashboard, on request."""
+"""What RPent launch files share: the planner node, MCP bridge and dashboard on request, runtime
+nodes taken through their lifecycle, and one rule for a node that dies (the launch ends, the
+others stop cleanly)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.actions import DeclareLaunchArgument, EmitEvent, OpaqueFunction, RegisterEventHandler
+from launch.event_handlers import OnProcessExit
+from launch.events import Shutdown, matches_action
 from launch.substitutions import LaunchConfiguration
-from launch_ros.actions import Node
+from launch_ros.actions import LifecycleNode, Node
 
 Argument = tuple[str, str, str]
 
@@ -18,6 +22,14 @@ PLANNER_ARGUMENTS: list[Argument] = [
     ("mcp_bridge", "false", "true: serve the toolkit's tools over MCP (streamable HTTP on 127.0.0.1)"),
     ("mcp_port", "8765", "port of the MCP bridge"),
 ]
+
+RUNTIME_STATES = ("active", "inactive", "unconfigured")
+RUNTIME_STATE_ARGUMENT: Argument = (
+    "runtime_state", "active", "active | inactive | unconfigured: the lifecycle state the launch takes the arm, gripper "
+                               "and camera nodes to (inactive or unconfigured: a lab's own lifecycle manager takes over)")
+SIM_SEED_ARGUMENT: Argument = (
+    "sim_seed", "", "with use_sim: place the scene's objects at random for this seed (an integer >= 0; "
+                    "default the fixed scene), as `rpent run --sim --sim-seed N`")
 
 DASHBOARD_ARGUMENTS: list[Argument] = [
     ("dashboard", "false", "true: serve the operator dashboard on 127.0.0.1 (its tasks use `planner`, default api; "
@@ -59,12 +71,60 @@ def planner_and_bridge(get: Callable[[str], str], robot: str, **planner_params: 
     return nodes
 
 
+def managed_node(get: Callable[[str], str], **node: Any) -> list[Any]:
+    """A managed runtime node, taken to `runtime_state`: configure at start, activate once configured."""
+    from launch_ros.event_handlers import OnStateTransition
+    from launch_ros.events.lifecycle import ChangeState
+    from lifecycle_msgs.msg import Transition
+
+    state = get("runtime_state")
+    if state not in RUNTIME_STATES:
+        raise ValueError(f"launch argument runtime_state: must be one of {', '.join(RUNTIME_STATES)}, got {state!r}")
+    action = LifecycleNode(namespace="", **node)
+
+    def change(transition: int) -> EmitEvent:
+        return EmitEvent(event=ChangeState(lifecycle_node_matcher=matches_action(action), transition_id=transition))
+
+    entities: list[Any] = [action]
+    if state == "active":  # registered before the configure below can finish
+        entities.append(RegisterEventHandler(OnStateTransition(
+            target_lifecycle_node=action, start_state="configuring", goal_state="inactive",
+            entities=[change(Transition.TRANSITION_ACTIVATE)])))
+    if state != "unconfigured":
+        entities.append(change(Transition.TRANSITION_CONFIGURE))
+    return entities
+
+
+def sim_seed(get: Callable[[str], str]) -> dict[str, int]:
+    """The `sim_seed` launch argument as a node parameter ({} when not given)."""
+    text = get("sim_seed").strip()
+    if not text:
+        return {}
+    if not text.isdigit():
+        raise ValueError(f"launch argument sim_seed: must be an integer >= 0, got {text!r}")
+    return {"sim_seed": int(text)}
+
+
+def end_when_one_dies(entities: Sequence[Any]) -> list[Any]:
+    """`entities`, and for each node among them: if it exits with an error, the launch shuts down
+    (SIGINT to the others, which stop their motion and save their records) instead of running on
+    without it. A node that ends with 0 (a planner that finished) leaves the others running."""
+
+    def on_exit(event: Any, context: Any) -> list[Any] | None:
+        if event.returncode == 0 or context.is_shutdown:
+            return None
+        return [EmitEvent(event=Shutdown(reason=f"{event.process_name} exited with code {event.returncode}"))]
+
+    watched = [e for e in entities if isinstance(e, Node)]
+    return [*entities, *(RegisterEventHandler(OnProcessExit(target_action=node, on_exit=on_exit)) for node in watched)]
+
+
 def describe(arguments: Sequence[Argument], nodes: Callable[[Callable[[str], str]], list[Any]],
              extra: Sequence[Argument] = ()) -> list[Any]:
     """Declare `arguments` (+ the planner ones and `extra`) and build the nodes from their values at launch time."""
 
     def build(context: Any, *args: Any, **kwargs: Any) -> list[Any]:
-        return nodes(lambda name: LaunchConfiguration(name).perform(context))
+        return end_when_one_dies(nodes(lambda name: LaunchConfiguration(name).perform(context)))
 
     declared = [DeclareLaunchArgument(n, default_value=d, description=t) for n, d, t in [*arguments, *PLANNER_ARGUMENTS, *extra]]
     return [*declared, OpaqueFunction(function=build)]

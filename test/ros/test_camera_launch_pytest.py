@@ -31,6 +31,7 @@ from launch import LaunchDescription  # noqa: E402
 from robots.franka.camera_mount import fovy_intrinsics  # noqa: E402
 from robots.franka.sim import TABLE_TOP_Z_M, SimScene  # noqa: E402
 from rpent_ros.camera_topics import calibration_fields  # noqa: E402
+from rpent_ros.launch_helpers import managed_node  # noqa: E402
 from rpent_ros.telemetry import LATCHED  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(300)]
@@ -65,7 +66,9 @@ def sim_and_arm(sim_host):
     arm = {"name": "arm", "ip": sim_host, "publish_rate_hz": 10.0}
     return LaunchDescription([
         LaunchNode(package="rpent", executable="franka_sim_node", name="franka_sim", parameters=[sim], output="screen"),
-        LaunchNode(package="rpent", executable="franka_arm_node", name="arm_arm", parameters=[arm], output="screen"),
+        # Taken to active as the launch files take their arm nodes.
+        *managed_node({"runtime_state": "active"}.get, package="rpent", executable="franka_arm_node", name="arm_arm",
+                      parameters=[arm], output="screen"),
         launch_pytest.actions.ReadyToTest(),
     ])
 

@@ -36,6 +36,22 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
+def _free_sim_hosts() -> str:
+    """Two loopback addresses whose franky-sim ports are free now (not 127.0.0.1/2, which others use)."""
+    hosts = []
+    for last in range(225, 231):
+        try:
+            for port in (1337, 1338):
+                with socket.socket() as probe:
+                    probe.bind((f"127.0.0.{last}", port))
+        except OSError:
+            continue
+        hosts.append(f"127.0.0.{last}")
+        if len(hosts) == 2:
+            return ",".join(hosts)
+    raise AssertionError("no two free addresses in 127.0.0.225-230 for franky-sim")
+
+
 def _dashboard_state(port: int, deadline_s: float) -> dict:
     """The dashboard's /api/state once it answers with its shared component ready (polled until the deadline)."""
     import httpx
@@ -58,7 +74,8 @@ def test_dual_franka_launch_with_sim_serves_both_arms(tmp_path):
     env = {**os.environ, "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
     port = _free_port()
     launch = subprocess.Popen(
-        ["ros2", "launch", "rpent", "dual_franka.launch.py", "use_sim:=true", f"output_dir:={tmp_path / 'run'}",
+        ["ros2", "launch", "rpent", "dual_franka.launch.py", "use_sim:=true", f"sim_hosts:={_free_sim_hosts()}",
+         f"output_dir:={tmp_path / 'run'}",
          "dashboard:=true", f"dashboard_port:={port}"],
         env=env, stdout=open(tmp_path / "launch.log", "wb"), stderr=subprocess.STDOUT, start_new_session=True,  # noqa: SIM115
     )
