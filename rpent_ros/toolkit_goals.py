@@ -185,15 +185,18 @@ class ToolkitGoals:
         with goal.lock:
             goal.stage, goal.message = "done", done_message(outcome, result.error)
             self._publish(goal, [])
-        {SUCCEEDED: handle.succeed, ABORTED: handle.abort, CANCELED: handle.canceled}[outcome]()
-        with self._lock:
-            del self._goals[key]
-            self._holding -= 1
         fields = result_fields(result)
-        return CallTool.Result(
+        message = CallTool.Result(
             is_error=fields["is_error"], error=fields["error"], result_json=fields["result_json"],
             images=[CompressedImage(format=fmt, data=data) for fmt, data in fields["images"]],
         )
+        with self._lock:
+            del self._goals[key]
+            self._holding -= 1
+        # The end state last, then straight back to rclpy, which files the result: a goal older than
+        # RESULT_KEEP_S expires the moment it ends (see goal_qos), and only that gap lets it win.
+        {SUCCEEDED: handle.succeed, ABORTED: handle.abort, CANCELED: handle.canceled}[outcome]()
+        return message
 
     @staticmethod
     def _settled(goal: _Goal) -> bool:
