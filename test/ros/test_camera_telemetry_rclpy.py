@@ -61,7 +61,7 @@ def test_in_process_cameras_publish_points_depth_and_frames_on_request(ros, tmp_
     topics = {f"/toolkit/{c}/{s}": kind for c in ("front", "top", "wrist")
               for s, kind in (("points", PointCloud2), ("depth/image_raw", Image), ("camera_info", CameraInfo))}
     seen = Seen(ros(Node("rviz_stand_in")), topics)
-    seen.wait_for(lambda: set(topics) <= seen.topics and {"top_optical_frame", "wrist_optical_frame", "arm_link8"}
+    seen.wait_for(lambda: set(topics) <= seen.topics and {"front_optical_frame", "top_optical_frame", "wrist_optical_frame", "arm_link8"}
                   <= set(seen.parents), "every camera's topics and frames")
     assert seen.parents["front_optical_frame"] == seen.parents["top_optical_frame"] == "arm_link0"
     assert seen.parents["wrist_optical_frame"] == "arm_link8"
