@@ -72,6 +72,8 @@ class RuntimeNode(Node):
         every(self, rate_hz, callback)
 
     def shutdown(self) -> None:
+        for timer in list(self.timers):  # telemetry ends before the devices it reads close
+            self.destroy_timer(timer)
         for target in self.owned:
             for method in ("stop", "close"):
                 function = getattr(target, method, None)

@@ -3,22 +3,40 @@
 from __future__ import annotations
 
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 from rclpy.executors import Executor
 
 
 class BackgroundSpin:
-    """Spins `executor` in a daemon thread; `stop()` shuts it down and joins the thread.
+    """Spins `executor` in a daemon thread; `stop()` ends it in order and joins the thread.
 
     The join matters: a thread still inside rclpy's wait when the interpreter exits aborts the
     process ("terminate called without an active exception", exit code 134).
+
+    The order matters too. rclpy 7.1's Executor.shutdown() (Jazzy) marks itself shut down before it
+    would wait for running callbacks, so it never waits, and MultiThreadedExecutor leaves its thread
+    pool running: callbacks still queued there start after their executor destroyed the guard
+    condition each one triggers first ("cannot use Destroyable because destruction was requested").
+    So `stop()` stops dispatching, lets the pool run dry, and only then shuts the executor down.
     """
 
     def __init__(self, executor: Executor) -> None:
         self.executor = executor
-        self.thread = threading.Thread(target=executor.spin, name="rpent-executor", daemon=True)
+        self._stopping = threading.Event()
+        self.thread = threading.Thread(target=self._spin, name="rpent-executor", daemon=True)
         self.thread.start()
 
+    def _spin(self) -> None:
+        while not self._stopping.is_set() and self.executor.context.ok():
+            self.executor.spin_once(timeout_sec=0.1)
+
     def stop(self, timeout_s: float = 10.0) -> None:
-        self.executor.shutdown()
+        self._stopping.set()
+        self.executor.wake()
         self.thread.join(timeout_s)
+        # MultiThreadedExecutor's pool (no public handle in rclpy 7.1): wait for what it still runs.
+        pool = getattr(self.executor, "_executor", None)
+        if isinstance(pool, ThreadPoolExecutor) and not self.thread.is_alive():
+            pool.shutdown(wait=True)
+        self.executor.shutdown()
