@@ -49,14 +49,27 @@ def refuse_start(program: str, exc: ValueError) -> NoReturn:
 
 
 def build(program: str, factory: Callable[[], Any]) -> Any:
-    """The node, or exit 2 naming the parameter that is wrong (ValueError: ConfigError, UrdfError, ...)."""
+    """The node, or exit 2 naming the parameter that is wrong (ValueError: ConfigError, UrdfError, ...).
+
+    Ctrl-C while it starts (a launch whose other node died at once) ends it with 0: nothing runs yet.
+    That includes a Ctrl-C inside an extension module's import, which arrives as an ImportError
+    caused by the KeyboardInterrupt (`import mujoco`: "initialization failed").
+    """
     try:
         return factory()
-    except KeyboardInterrupt:  # Ctrl-C while it starts: nothing to stop yet
-        rclpy.try_shutdown()
-        raise SystemExit(0) from None
     except ValueError as exc:
         refuse_start(program, exc)
+    except ImportError as exc:
+        if not isinstance(exc.__cause__ or exc.__context__, KeyboardInterrupt):
+            raise
+        _stopped_while_starting()
+    except KeyboardInterrupt:
+        _stopped_while_starting()
+
+
+def _stopped_while_starting() -> NoReturn:
+    rclpy.try_shutdown()
+    raise SystemExit(0)
 
 
 class Spinning:

@@ -9,6 +9,7 @@ Each node runs in its own process, as `ros2 launch` starts it; the simulator on 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -121,7 +122,8 @@ def test_ctrl_c_on_the_sim_node_while_its_cameras_publish_exits_cleanly(ros, tmp
             node.kill()
 
 
-def test_ctrl_c_on_an_active_arm_node_exits_cleanly(tmp_path):
+@pytest.mark.skipif(shutil.which("ros2") is None, reason="the ros2 command is not on PATH")
+def test_ctrl_c_on_a_configured_arm_node_exits_cleanly(tmp_path):
     with franka_sim_process(*(f"127.0.0.{b}" for b in range(246, 251))) as (_proc, host):
         for _ in range(3):
             node = NodeProcess("from rpent_ros.runtime_nodes import franka_arm_main; franka_arm_main()",
@@ -178,3 +180,21 @@ def test_ctrl_c_on_an_mcp_bridge_node_exits_cleanly(ros, tmp_path):
         _clean_exit(bridge, bridge.interrupt())
     finally:
         bridge.kill()
+
+
+def _interrupted_import() -> None:
+    try:
+        raise KeyboardInterrupt
+    except KeyboardInterrupt as exc:  # what `import mujoco` turns a Ctrl-C into
+        raise ImportError("initialization failed") from exc
+
+
+def test_ctrl_c_while_a_node_starts_ends_it_with_0_even_inside_an_import():
+    from rpent_ros import node_main
+
+    for interrupted in (_interrupted_import, lambda: (_ for _ in ()).throw(KeyboardInterrupt)):
+        with pytest.raises(SystemExit) as stopped:
+            node_main.build("some_node", interrupted)
+        assert stopped.value.code == 0
+    with pytest.raises(ImportError, match="no module named nothing"):  # a real import failure still shows
+        node_main.build("some_node", lambda: (_ for _ in ()).throw(ImportError("no module named nothing")))
