@@ -24,61 +24,56 @@ from geometry_msgs.msg import PoseStamped
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
-from rclpy.parameter import Parameter
 from rclpy.signals import SignalHandlerOptions
 
 from rpent.cli.logs import FanOutSink, ProgressSink
 from rpent.cli.run import default_output_dir
-from rpent.robot import ConfigError, load_robot
 from rpent.srv import CloseTask, GetStatus, ListTools, NewTask
 from rpent.tools.record import adopt_segment, open_segment
-from rpent_ros.approval import DEFAULT_SERVICE, RosApprovalChannel
+from rpent_ros import node_main
+from rpent_ros.approval import RosApprovalChannel
 from rpent_ros.conversions import tools_json
 from rpent_ros.events import RosEventSink
-from rpent_ros.goal_qos import MAX_GOALS
 from rpent_ros.logging_bridge import forward_python_logging
-from rpent_ros.params import namespace_from_params
+from rpent_ros.params import declare_robot_parameters, parse_robot_config, toolkit_parameters
 from rpent_ros.runtime_nodes import start_inprocess_telemetry
 from rpent_ros.signals import shield_shutdown
 from rpent_ros.spinning import BackgroundSpin
 from rpent_ros.toolkit_goals import ToolkitGoals
 
 log = logging.getLogger("rpent.toolkit_node")
-NODE_ONLY = ("max_goals",)  # parameters of this node that are not robot flags
 
 
 class ToolkitNode(Node):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("toolkit", automatically_declare_parameters_from_overrides=True, **kwargs)
-        params = {name: p.value for name, p in self.get_parameters_by_prefix("").items()}
-        max_goals = _max_goals(params.get("max_goals", MAX_GOALS))
-        params = {k: v for k, v in params.items() if k not in NODE_ONLY}
-        robot_name = self.get_parameter_or("robot", Parameter("robot", value="toy")).value
-        self.robot = load_robot(robot_name)
-        self.spec = self.robot.get_robot_spec()
-        namespace = namespace_from_params(self.spec, params)
+        # Its own parameters and its robot's flags, declared with descriptions and rules (rpent_ros/params.py).
+        found = declare_robot_parameters(self, toolkit_parameters())
+        own = found.values
+        max_goals = own["max_goals"]
+        self.robot, self.spec, namespace = found.robot, found.spec, found.namespace
         if namespace.output_dir is None:
             namespace.output_dir = str(default_output_dir(self.spec.name))
-        self.config = self.spec.parse_config(namespace)
+        self.config = parse_robot_config(self.spec, namespace)
         # Before anything starts: a used output_dir is refused unless `resume:=true` continues its record.
         open_segment(self.config.output_dir, resume=bool(getattr(namespace, "resume", False)),
                      option="parameter output_dir", resume_option="resume:=true")
         self._base_output_dir = self.config.output_dir
         # action_clips: per-action MP4 clips for a dashboard that links them from its timeline.
-        clips = bool(self.get_parameter_or("action_clips", Parameter("action_clips", value=False)).value)
+        clips = own["action_clips"]
         self.ros_events = RosEventSink(self, clips=clips)
         self.events = FanOutSink(ProgressSink(log), self.ros_events)
         # Robots that need an operator's yes before a motion (approve_motions) ask the dashboard node.
-        approval_service = self.get_parameter_or("approval_service", Parameter("approval_service", value=DEFAULT_SERVICE)).value
+        approval_service = own["approval_service"]
         self.events.approval_channel = RosApprovalChannel(self, approval_service)
-        self.runtime_mode = self.get_parameter_or("runtime_mode", Parameter("runtime_mode", value="inprocess")).value
+        self.runtime_mode = own["runtime_mode"]
         self.runtime_kwargs: dict[str, Any] = {}
         if self.runtime_mode == "inprocess":
             self.runtime_kwargs = self.spec.init_runtime(self.config, selection=None, events=self.events)
             # Arms inside this node get the arm nodes' rviz telemetry (robot_description, TF, joint states).
-            rate = float(self.get_parameter_or("publish_rate_hz", Parameter("publish_rate_hz", value=30.0)).value)
+            rate = own["publish_rate_hz"]
             # Cameras too, on request (camera_rate_hz > 0): colour, depth, CameraInfo, points, TF.
-            camera_rate = float(self.get_parameter_or("camera_rate_hz", Parameter("camera_rate_hz", value=0.0)).value)
+            camera_rate = own["camera_rate_hz"]
             start_inprocess_telemetry(self, self.runtime_kwargs.get("runtime"), rate, camera_rate)
         elif self.runtime_mode == "ros":
             from rpent_ros.franka_proxies import ROS_RUNTIMES
@@ -87,7 +82,7 @@ class ToolkitNode(Node):
             if build is None:
                 raise ValueError(f"parameter runtime_mode: 'ros' is not available for robot '{self.spec.name}' "
                                  f"(available for: {', '.join(sorted(ROS_RUNTIMES))})")
-            cameras_node = self.get_parameter_or("cameras_node", Parameter("cameras_node", value="franka_sim")).value
+            cameras_node = own["cameras_node"]
             self.runtime_kwargs = build(self, self.config, cameras_node=cameras_node, approval=self.events.approval_channel)
         else:
             raise ValueError(f"parameter runtime_mode: must be 'inprocess' or 'ros', got {self.runtime_mode!r}")
@@ -190,12 +185,6 @@ class ToolkitNode(Node):
                 self.spec.stop_runtime(self.runtime_kwargs)
 
 
-def _max_goals(value: Any) -> int:
-    if type(value) is not int or value < 1:
-        raise ConfigError(f"parameter max_goals: must be an integer >= 1 (unfinished goals held), got {value!r}")
-    return value
-
-
 def _arm_poses(node: Node, runtime: Any) -> Callable[[], list[PoseStamped]] | None:
     """Each arm's TCP pose in its base frame `<arm>_link0` (the frame rviz shows it in), for goal feedback."""
     arms = getattr(runtime, "arms", None)
@@ -228,7 +217,8 @@ def main(args: list[str] | None = None) -> None:
     spinning: BackgroundSpin | None = None
     stopping = threading.Event()
     try:
-        node = ToolkitNode()  # Ctrl-C while it connects is a plain KeyboardInterrupt
+        # A bad parameter: its name and rule, exit 2; Ctrl-C while it connects (even inside an import): exit 0.
+        node = node_main.build("toolkit_node", ToolkitNode)
         # Goals hold no thread (see toolkit_goals); the threads serve cancels (whose stop hooks may call
         # runtime nodes and wait for their answer), services, feedback and telemetry.
         executor = MultiThreadedExecutor(num_threads=8)

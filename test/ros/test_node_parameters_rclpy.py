@@ -152,3 +152,18 @@ def test_ros2_param_describe_tells_what_a_parameter_is(tmp_path):
     finally:
         os.killpg(node.pid, signal.SIGINT)
         node.wait(30)
+
+
+def test_the_toolkit_node_says_what_each_parameter_is(ros, tmp_path):
+    from rpent_ros.toolkit_node import ToolkitNode
+
+    node = ros(ToolkitNode(parameter_overrides=[Parameter("robot", value="toy"),
+                                                Parameter("output_dir", value=str(tmp_path / "node"))]))
+    described = _described(node)
+    assert "robot package robots.<name>" in described["robot"].description  # `ros2 param describe /toolkit robot`
+    assert described["speed"].type == ParameterType.PARAMETER_DOUBLE
+    assert described["runtime_mode"].additional_constraints == "must be one of inprocess, ros"
+    assert all(d.description and d.read_only for d in described.values())
+    with pytest.raises(ConfigError, match=r"^parameter speed: "):  # the robot's own rule, worded for the parameter
+        ToolkitNode(parameter_overrides=[Parameter("robot", value="toy"), Parameter("speed", value=5.0),
+                                         Parameter("output_dir", value=str(tmp_path / "other"))])
