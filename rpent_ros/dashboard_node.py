@@ -23,7 +23,7 @@ from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
-from rpent.cli.run import EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, default_output_dir
+from rpent.runner.run import EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, default_output_dir
 from rpent.dashboard.cli import serve_session
 from rpent.dashboard.session import DashboardSession, dashboard_of
 from rpent_ros import node_main

@@ -26,8 +26,8 @@ from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
-from rpent.cli.logs import FanOutSink, ProgressSink
-from rpent.cli.run import default_output_dir
+from rpent.runner.logs import FanOutSink, ProgressSink
+from rpent.runner.run import default_output_dir
 from rpent.srv import CloseTask, GetStatus, ListTools, NewTask
 from rpent.tools.record import adopt_segment, open_segment
 from rpent_ros import node_main

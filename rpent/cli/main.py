@@ -11,7 +11,7 @@ import sys
 import time
 from collections.abc import Sequence
 
-from rpent.cli.logs import setup_console
+from rpent.runner.logs import setup_console
 from rpent.robot import ConfigError, RobotNotFound, list_robots, load_robot
 from rpent.tools.record import RecordError
 
@@ -146,7 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     setup_console(quiet=args.quiet, json_logs=args.json_logs)
     assert module is not None and spec is not None
-    from rpent.cli.run import EXIT_CONFIG, default_output_dir, in_flag_terms, run
+    from rpent.runner.run import EXIT_CONFIG, default_output_dir, in_flag_terms, run
 
     args.started = time.time()  # the one timestamp of this run: folder name, run id, inbox copy
     if args.output_dir is None:

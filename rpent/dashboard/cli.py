@@ -18,7 +18,7 @@ from types import FrameType, ModuleType
 
 import uvicorn
 
-from rpent.cli.run import EXIT_FAILED, EXIT_OK, Terminated, describe_interruption, exit_code_for
+from rpent.runner.run import EXIT_FAILED, EXIT_OK, Terminated, describe_interruption, exit_code_for
 from rpent.dashboard.app import create_app
 from rpent.dashboard.options import DEFAULT_PORT, TOKEN_ENV, add_dashboard_args
 from rpent.dashboard.session import DashboardSession

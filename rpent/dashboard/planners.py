@@ -15,7 +15,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from rpent.cli.run import make_planner
+from rpent.runner.run import make_planner
 from rpent.robot import ConfigError, RobotSpec
 
 log = logging.getLogger("rpent.dashboard")

@@ -1,6 +1,6 @@
 """A dashboard session: shared runtime started once, then many tasks, one at a time.
 
-Each task is a `rpent.cli.task.TaskRun` built from the CLI flags with the task form's values laid
+Each task is a `rpent.runner.task.TaskRun` built from the CLI flags with the task form's values laid
 over them, so its record (run.log, steps.jsonl, episode.mp4, result.json, recipe) is the same as
 `rpent run` writes. Components marked `shared` in the robot's Dashboard spec start with the
 session; the others start before each task and stop after it.
@@ -18,9 +18,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from rpent.cli.logs import FanOutSink, ProgressSink, add_run_log
-from rpent.cli.run import make_planner
-from rpent.cli.task import TaskRun
+from rpent.runner.logs import FanOutSink, ProgressSink, add_run_log
+from rpent.runner.run import make_planner
+from rpent.runner.task import TaskRun
 from rpent.dashboard.bus import EventBus
 from rpent.dashboard.forms import TaskFormError, validate_fields
 from rpent.dashboard.frames import FRAME_SOURCES_KEY, FrameHub

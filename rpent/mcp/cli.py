@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rpent.cli.logs import FanOutSink, ProgressSink, add_run_log, setup_console
-from rpent.cli.run import Terminated, describe_interruption
+from rpent.runner.logs import FanOutSink, ProgressSink, add_run_log, setup_console
+from rpent.runner.run import Terminated, describe_interruption
 from rpent.robot import ConfigError, RobotNotFound, RobotSpec, load_robot
 from rpent.tools.record import open_segment
 

@@ -19,7 +19,7 @@ SERVE = """
 import sys
 sys.path.insert(0, {test_dir!r})
 from dashboard_support import toy_args
-from rpent.cli.logs import setup_console
+from rpent.runner.logs import setup_console
 from rpent.dashboard.cli import serve_dashboard
 from rpent.robot import load_robot
 module = load_robot("toy")

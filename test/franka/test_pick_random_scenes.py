@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from rpent.cli.main import build_parser
-from rpent.cli.run import run
+from rpent.runner.run import run
 from rpent.robot import load_robot
 
 SEEDS = range(1, 11)

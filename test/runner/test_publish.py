@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rpent.cli.artifacts import publish_to_memory
+from rpent.runner.artifacts import publish_to_memory
 from rpent.memory import MemoryAccess, MemoryManager
 from rpent.memory.manager import MemoryAccessError
 

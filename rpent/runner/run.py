@@ -1,4 +1,4 @@
-"""`rpent run`: start the runtime, run one task to a saved record, stop the runtime, whatever happens."""
+"""Run one task: start the runtime, run the task to a saved record, stop the runtime, whatever happens."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from rpent.cli.artifacts import run_id_for
-from rpent.cli.logs import FanOutSink, ProgressSink, add_run_log
-from rpent.cli.task import TaskRun
+from rpent.runner.artifacts import run_id_for
+from rpent.runner.logs import FanOutSink, ProgressSink, add_run_log
+from rpent.runner.task import TaskRun
 from rpent.planner.base import Planner, build_planner
 from rpent.robot import ConfigError, RobotSpec
 from rpent.tools.record import open_segment

@@ -14,7 +14,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from rpent.cli.artifacts import publish_to_memory, qualifies_for_memory, run_id_for, write_json
+from rpent.runner.artifacts import publish_to_memory, qualifies_for_memory, run_id_for, write_json
 from rpent.planner.base import AbortRequest, OperatorInput, OperatorMessage, Planner, PlannerResult, PlannerStatus
 from rpent.robot import RobotSpec, RunConfig
 from rpent.tools.record import Segment
