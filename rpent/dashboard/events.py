@@ -28,7 +28,7 @@ class NullEventSink:
 
 
 class RecordingEventSink:
-    """Keeps every event in memory, in order (tests, and the ROS node's event bridge)."""
+    """Keeps every event in memory, in order, for tests that check what a run published."""
 
     enabled = True
 

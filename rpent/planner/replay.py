@@ -65,7 +65,11 @@ class ReplayPlanner(Planner):
         self.finish = finish
 
     def check_tools(self, tools: list[Tool]) -> None:
-        """Check every step names a tool of this robot with valid arguments, before anything moves."""
+        """Check every step names a tool of this robot with valid arguments, before anything moves.
+
+        `validate` is local both in process (Tool) and over ROS (RosToolkit's RemoteTool checks the
+        node's published input schema), so a bad step is refused before the first call is sent.
+        """
         by_name = {t.name: t for t in tools}
         for step in self.steps:
             where = f"{self.recipe_path}:{step['line']}"

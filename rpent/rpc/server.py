@@ -1,9 +1,9 @@
 """Start a facade's server from Python (``serve``) or from the command line (``main``).
 
-A robot's env_server module is then a few lines::
+A robot's env_server module defines its facade and ends in a few lines (as robots/libero/env_server.py
+does for LiberoEnvFacade)::
 
     from rpent.rpc import main
-    from robots.libero.env_facade import LiberoEnvFacade
 
     if __name__ == "__main__":
         raise SystemExit(main(facade_factory=LiberoEnvFacade.from_args, add_arguments=LiberoEnvFacade.add_arguments))

@@ -14,9 +14,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from rpent.runner.artifacts import publish_to_memory, qualifies_for_memory, run_id_for, write_json
 from rpent.planner.base import AbortRequest, OperatorInput, OperatorMessage, Planner, PlannerResult, PlannerStatus
 from rpent.robot import RobotSpec, RunConfig
+from rpent.runner.artifacts import publish_to_memory, qualifies_for_memory, run_id_for, write_json
 from rpent.tools.record import Segment
 
 log = logging.getLogger("rpent.run")
@@ -60,7 +60,6 @@ class TaskRun:
         self.aborted: str | None = None
         self._notes: list[str] = []
         self._lock = threading.Lock()
-        self._toolkit_ready = threading.Event()
 
     # ---- operator side ----------------------------------------------------------------------
 
@@ -91,7 +90,6 @@ class TaskRun:
         error: str | None = None
         try:
             self.toolkit = self.robot.get_toolkit(runtime_kwargs=self.runtime_kwargs, dashboard_events=self.events, config=config)
-            self._toolkit_ready.set()
             if self.aborted is not None:  # aborted while the toolkit was being built
                 self.toolkit.cancel_active_and_wait(timeout=1, reason=self.aborted)
             system_prompt, user_message = self.spec.prompts.render(config.prompt_vars)
@@ -108,7 +106,6 @@ class TaskRun:
             error = f"{type(exc).__name__}: {exc}"
             log.exception("task failed: %s", error)
         finally:
-            self._toolkit_ready.set()
             self.summary = self._finish(result, error, started)
         return self.summary
 

@@ -110,11 +110,11 @@ class ToolCall:
         if self._done is not None:
             self._done.release()
 
+    def __repr__(self) -> str:
+        return f"<ToolCall {self.id} {self.name} {self.stage}>"
+
 
 def _latch() -> threading.Lock:
     lock = threading.Lock()
     lock.acquire()
     return lock
-
-    def __repr__(self) -> str:
-        return f"<ToolCall {self.id} {self.name} {self.stage}>"

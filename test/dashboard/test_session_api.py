@@ -12,9 +12,7 @@ from dashboard_support import TOY_RECIPE
 
 from rpent.dashboard.cli import DashboardServer
 from rpent.dashboard.interaction import OperatorInteraction, StaleRequest, interaction_from
-from rpent.dashboard.tools import OPERATOR_STATE_KEY, ask_operator
 from rpent.robot import ConfigError
-from rpent.tools import Toolkit
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -123,25 +121,6 @@ def test_approval_times_out_as_denied_and_a_late_approve_is_refused() -> None:
     assert events[1][1]["outcome"] == "timed_out"
     with pytest.raises(StaleRequest):
         operator.respond(request_id, approve=True)
-
-
-def test_ask_operator_tool_returns_the_typed_answer() -> None:
-    events: list[tuple[str, dict]] = []
-    answered = threading.Event()
-
-    def publish(kind: str, payload: dict) -> None:
-        events.append((kind, payload))
-        if kind == "operator_request":
-            threading.Thread(target=lambda: (operator.respond(payload["id"], answer="the blue one"), answered.set())).start()
-
-    operator = OperatorInteraction(publish)
-    toolkit = Toolkit(tools=[ask_operator], state={OPERATOR_STATE_KEY: operator})
-    try:
-        result = toolkit.execute_tool("ask_operator", {"question": "Which block?", "timeout_s": 10})
-    finally:
-        toolkit.close()
-    assert answered.wait(5) and result.data == {"answer": "the blue one"} and result.error is None
-    assert Toolkit(tools=[ask_operator]).execute_tool("ask_operator", {"question": "?"}).error.startswith("no operator")
 
 
 def test_abort_denies_a_motion_waiting_for_approval(served_factory) -> None:
