@@ -8,7 +8,6 @@ and settle within ~0.3 s of sim time (its PD controller, not franky), so the tes
 from __future__ import annotations
 
 import threading
-import time
 
 import numpy as np
 import pytest
@@ -155,14 +154,16 @@ def test_gripper_refuses_excess_force(sim_runtime: FrankaRuntime) -> None:
     assert sim_runtime.gripper().state().width_m == pytest.approx(width, abs=0.001)
 
 
-def test_gripper_stop_returns_at_once_and_next_command_works(sim_runtime: FrankaRuntime) -> None:
+def test_gripper_stop_halts_the_fingers_and_next_command_works(sim_runtime: FrankaRuntime) -> None:
+    # How fast the stop returns is measured by bench/bench_franka_stops.py.
     gripper = sim_runtime.gripper()
+    assert gripper.open(timeout_s=20).finished
     cancel = threading.Event()
     threading.Timer(0.05, cancel.set).start()
-    began = time.monotonic()
     outcome = gripper.move(0.0, timeout_s=20, cancel=cancel)
-    assert outcome.stopped
-    assert time.monotonic() - began < 1.0
+    assert outcome.stopped and not outcome.finished
+    # Closing from 80 mm takes 1.6 s at the gripper's 50 mm/s: a stop that waited for the end finds them shut.
+    assert gripper.state().width_m > 0.02
     # The interrupted command came back as aborted, so the same connection takes the next one.
     assert gripper.move(0.07, timeout_s=20).finished
     assert gripper.state().width_m == pytest.approx(0.07, abs=WIDTH_TOL_M)
@@ -205,7 +206,7 @@ def test_simulator_killed_mid_motion_is_a_clear_error() -> None:
         arm = FrankyArm(host, connect_timeout_s=10)
         arm.start_relative((0.0, 0.0, -0.08), speed_factor=0.1)
         proc.kill()
-        began = time.monotonic()
+        # A wait that ran out its 30 s would report a timeout, not the lost connection; how soon the
+        # loss is noticed is measured by bench/bench_franka_stops.py.
         with pytest.raises(RuntimeFault, match=f"lost connection to the robot at {host}"):
             arm.wait(timeout_s=30)
-        assert time.monotonic() - began < 10

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import struct
 import threading
-import time
 import tracemalloc
 
 import numpy as np
@@ -55,13 +54,11 @@ def test_a_peer_that_stalls_mid_frame_gets_an_error_frame_and_is_dropped() -> No
     with running(ProbeFacade(), "socket://127.0.0.1:0", limits=limits) as server:
         frame = b"".join(bytes(c) for c in encode_frame(("echo", (np.zeros(1000),), {})))
         with connect(server.endpoint.port) as sock:
-            started = time.monotonic()
             sock.sendall(frame[:60])
             status, error = recv_frame(sock)
             assert status == "error" and error["type"] == "RpcProtocolError"
             assert "stalled: no bytes for 0.3 s in the middle of a frame" in error["message"]
             assert read_to_eof(sock) == b""
-            assert time.monotonic() - started < 5
         assert server.counters()["dropped_stalled"] == 1
         with RpcClient(server.endpoint) as client:
             assert client.call("echo", ["fine"]) == "fine"
