@@ -17,6 +17,7 @@ _EXPORTS = {
     "serve_http": "rpent.mcp.transports",
     "serve_stdio": "rpent.mcp.transports",
     "McpConfigError": "rpent.mcp.config",
+    "McpConfigMissing": "rpent.mcp.config",
     "McpServerConfig": "rpent.mcp.config",
     "find_mcp_config": "rpent.mcp.config",
     "load_mcp_config": "rpent.mcp.config",

@@ -1,16 +1,21 @@
 """RobotAgent: a conversation with a model that uses the tools of the MCP servers in `.mcp.json`.
 
 ```python
-async with RobotAgent(system_prompt_prefix="You operate the toy arm.") as agent:
-    reply = await agent.chat("Put the red block in the bin.", on_tool_call=print)
-    print(reply.text)
+async with RobotAgent(None, ".mcp.json", "You operate the toy arm.") as agent:
+    text = await agent.chat("Put the red block in the bin.", on_tool_call=print)
+    print(text, agent.last_result.stop_reason)
 ```
+
+Call-compatible with beambot's RobotAgent (the six leading positional parameters, `chat() -> str`,
+the callbacks); this project's options are keyword-only after them. Where it deliberately differs
+(an iteration cap, `isError` passed to the model, no execution of a truncated reply), docs/mcp.md
+has the table.
 
 Everything is async (the Anthropic SDK's async client, the MCP SDK), so the agent never blocks
 its event loop. Endpoint: `base_url`, else $ANTHROPIC_BASE_URL, else the public Anthropic API
 (any Anthropic-compatible gateway works); key: `api_key`, else the variable named by
-`api_key_env` (default ANTHROPIC_API_KEY); model default: $RPENT_MODEL, else `rpent.settings.DEFAULT_MODEL`.
-Only a reply whose stream arrived whole is acted on (`rpent.planner.stream`).
+`api_key_env` (default ANTHROPIC_API_KEY); model: a falsy `model` means $RPENT_MODEL, else `rpent.settings.DEFAULT_MODEL`.
+Only a reply whose stream arrived whole is acted on (`rpent.message_stream`).
 """
 
 from __future__ import annotations
@@ -27,9 +32,8 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
-import mcp_types as types
 
-from rpent.mcp.config import find_mcp_config, load_mcp_config
+from rpent.mcp.config import CONFIG_NAME, MAX_ANCESTORS, find_mcp_config, load_mcp_config
 from rpent.mcp.connections import (
     ServerConnection,
     ServerStatus,
@@ -37,14 +41,14 @@ from rpent.mcp.connections import (
     local_result_to_anthropic,
     mcp_content_to_anthropic,
 )
-from rpent.planner.stream import StreamCut, read_message
+from rpent.message_stream import StreamCut, read_message
 from rpent.settings import check_model, default_model, missing_key_message
 
 log = logging.getLogger(__name__)
 
 LocalDispatch = Callable[[str, dict[str, Any]], Awaitable[Any]]
-ToolFilter = Callable[[str, types.Tool], bool]
-OnToolCall = Callable[[str, dict[str, Any]], Any]
+ToolFilter = Callable[[str, str], bool]  # (server name, tool name) -> keep?
+OnToolCall = Callable[[str, dict[str, Any], str], Any]  # (name, arguments, result text), after the call
 OnText = Callable[[str], Any]
 
 LOCAL = "local"
@@ -54,6 +58,7 @@ DEFAULT_SYSTEM_PROMPT = (
     "result (and its images) before the next step, and say plainly when a tool reports an error."
 )
 CANCELLED_TEXT = "Not completed: the user cancelled this request while the tool call was in progress."
+CALLBACK_FAILED_TEXT = "Not run: the chat stopped because the caller's on_tool_call callback failed."
 TRUNCATED_TEXT = "Not executed: your reply hit the output token limit, so this call may be incomplete."
 CUT_OFF_TEXT = "The model's output was cut off on every attempt ({attempts}); none of it was run."
 _MAX_RETRY_DELAY_S = 8.0
@@ -102,11 +107,12 @@ class ChatResult:
 class RobotAgent:
     """A model conversation whose tools come from MCP servers (and optional local tools).
 
-    Options: `model`; `mcp_config_path` (default: the nearest `.mcp.json` in `cwd` or its nine
-    nearest ancestors); `system_prompt_prefix` (put before the built-in system prompt);
-    `extra_tools` (Anthropic-format tool dicts) handled by `extra_dispatch(name, arguments)`, a
-    coroutine returning text, PNG bytes, content blocks or JSON-able data (raising means an error
-    result); `tool_filter(server_name, mcp_tool) -> bool` to leave MCP tools out; `max_iterations`
+    Positional, as beambot's: `model` (falsy: $RPENT_MODEL, else the default); `mcp_config_path`
+    (default: the nearest `.mcp.json` in `cwd` or its nine nearest ancestors); `system_prompt_prefix`
+    (put before the built-in system prompt); `extra_tools` (Anthropic-format tool dicts) handled by
+    `extra_dispatch(name, arguments)`, a coroutine returning text, PNG bytes, content blocks or
+    JSON-able data (raising means an error result); `tool_filter(server_name, tool_name) -> bool` to
+    leave MCP tools out. Keyword-only: `base_url`, `api_key`, `api_key_env`, `bearer_auth`; `max_iterations`
     (model requests per chat); `tool_timeout_s` (per MCP call; None waits as long as the robot
     takes); `connect_timeout_s` (per server); `max_retries` (the SDK's retries of failed requests,
     and as many re-sends of a request whose reply stream broke off, waiting `retry_base_delay_s`,
@@ -115,13 +121,13 @@ class RobotAgent:
 
     def __init__(
         self,
-        *,
         model: str | None = None,
         mcp_config_path: str | Path | None = None,
         system_prompt_prefix: str = "",
         extra_tools: Sequence[dict[str, Any]] | None = None,
         extra_dispatch: LocalDispatch | None = None,
         tool_filter: ToolFilter | None = None,
+        *,
         base_url: str | None = None,
         api_key: str | None = None,
         api_key_env: str = "ANTHROPIC_API_KEY",
@@ -135,9 +141,9 @@ class RobotAgent:
         request_timeout_s: float = 600.0,
         cwd: str | Path | None = None,
     ) -> None:
-        model = default_model() if model is None else model
-        if not isinstance(model, str) or not model:
-            raise ValueError(f"model: must be a non-empty model name, got {model!r}")
+        model = model or default_model()
+        if not isinstance(model, str):
+            raise ValueError(f"model: must be a model name, got {model!r}")
         check_model(model)
         if not isinstance(max_iterations, int) or isinstance(max_iterations, bool) or max_iterations < 1:
             raise ValueError(f"max_iterations: must be an integer >= 1, got {max_iterations!r}")
@@ -176,6 +182,8 @@ class RobotAgent:
         self.messages: list[dict[str, Any]] = []
         self.servers: dict[str, ServerStatus] = {}
         self.config_path: Path | None = None
+        #: The full outcome of the latest chat() (its final text, stop reason, calls, usage).
+        self.last_result: ChatResult | None = None
         self._connections: dict[str, ServerConnection] = {}
         self._routes: dict[str, str] = {}  # tool name -> server name or LOCAL
         self._tools: list[dict[str, Any]] = []
@@ -187,15 +195,21 @@ class RobotAgent:
         """Start every configured server (side by side), collect their tools, register local tools.
 
         A server that fails to start is reported in the returned statuses (and `servers`) and
-        logged; the others are used. Raises ToolNameConflict if two sources offer one name.
+        logged; the others are used. Raises ToolNameConflict if two sources offer one name, and
+        FileNotFoundError if there is no config file to read and no local tool either.
         """
         if self._client is not None:
             raise RuntimeError("connect: already connected (call disconnect() first)")
         path = self.mcp_config_path or find_mcp_config(self.cwd)
+        if path is None and not self.extra_tools:
+            # Nothing to offer the model: a script run from the wrong folder should say so, not chat toolless.
+            raise FileNotFoundError(
+                f"mcp_config_path: no {CONFIG_NAME} in {self.cwd or os.getcwd()} or its {MAX_ANCESTORS} nearest "
+                "ancestors; pass mcp_config_path or extra_tools")
         configs = load_mcp_config(path) if path is not None else []
         self.config_path = path
         if path is None:
-            log.info("no %s found from %s upwards: only local tools", ".mcp.json", self.cwd or os.getcwd())
+            log.info("no %s found from %s upwards: only local tools", CONFIG_NAME, self.cwd or os.getcwd())
         connections = [ServerConnection(c, connect_timeout_s=self.connect_timeout_s) for c in configs]
         outcomes = await asyncio.gather(*(c.start() for c in connections), return_exceptions=True)
         self.servers = {}
@@ -234,7 +248,7 @@ class RobotAgent:
         for name, connection in self._connections.items():
             offered = []
             for tool in connection.tools:
-                if self.tool_filter is not None and not self.tool_filter(name, tool):
+                if self.tool_filter is not None and not self.tool_filter(name, tool.name):
                     continue
                 if not _TOOL_NAME.match(tool.name):
                     log.warning("MCP server %s: tool %r skipped (the model API needs [a-zA-Z0-9_-]{1,128})", name, tool.name)
@@ -278,28 +292,39 @@ class RobotAgent:
     def system_prompt(self) -> str:
         return f"{self.system_prompt_prefix.strip()}\n\n{DEFAULT_SYSTEM_PROMPT}".strip()
 
-    async def chat(self, message: str, on_tool_call: OnToolCall | None = None, on_text: OnText | None = None) -> ChatResult:
-        """Send `message` and let the model use tools until it ends its turn (or max_iterations).
+    async def chat(self, user_message: str, on_tool_call: OnToolCall | None = None,
+                   on_text: OnText | None = None) -> str:
+        """Send `user_message`, let the model use tools until it ends its turn; return its final text.
 
-        `on_tool_call(name, arguments)` is called before each call and `on_text(fragment)` with
-        streamed text; either may be a coroutine function. If this coroutine is cancelled, the
-        running MCP call is cancelled on its server (that call only) and the history stays valid.
+        `on_tool_call(name, arguments, result_text)` is called after each call, `on_text(text)` once
+        with the final text; either may be a coroutine function. The whole outcome (stop reason,
+        calls, usage) is `last_result`. If this coroutine is cancelled, the running MCP call is
+        cancelled on its server (that call only) and the history stays valid.
         """
+        return (await self.chat_result(user_message, on_tool_call, on_text)).text
+
+    async def chat_result(self, user_message: str, on_tool_call: OnToolCall | None = None,
+                          on_text: OnText | None = None) -> ChatResult:
+        """chat(), returning the whole ChatResult instead of its text."""
         if self._client is None:
             raise RuntimeError("chat: not connected (call connect() first)")
-        if not isinstance(message, str) or not message.strip():
-            raise ValueError("message: must be non-empty text")
+        if not isinstance(user_message, str) or not user_message.strip():
+            raise ValueError("user_message: must be non-empty text")
         async with self._chat_lock:
-            return await self._chat(message, on_tool_call, on_text)
+            result = await self._chat(user_message, on_tool_call)
+            self.last_result = result
+            if on_text is not None:
+                await _maybe_await(on_text(result.text))
+            return result
 
-    async def _chat(self, message: str, on_tool_call: OnToolCall | None, on_text: OnText | None) -> ChatResult:
+    async def _chat(self, message: str, on_tool_call: OnToolCall | None) -> ChatResult:
         self._add_user([{"type": "text", "text": message}])
         records: list[ToolCallRecord] = []
         discarded: list[dict[str, Any]] = []
         usage = [0, 0]
         for iteration in range(1, self.max_iterations + 1):
             try:
-                reply = await self._request(on_text, discarded)
+                reply = await self._request(discarded)
             except StreamCut:
                 text = CUT_OFF_TEXT.format(attempts=len(discarded))
                 return ChatResult(text, "output_cut_off", iteration, records, *usage, discarded=discarded)
@@ -322,28 +347,23 @@ class RobotAgent:
         return ChatResult(f"Stopped after {self.max_iterations} model requests (max_iterations) without finishing.",
                           "max_iterations", self.max_iterations, records, *usage, discarded=discarded)
 
-    async def _request(self, on_text: OnText | None, discarded: list[dict[str, Any]]) -> Any:
+    async def _request(self, discarded: list[dict[str, Any]]) -> Any:
         request: dict[str, Any] = {
             "model": self.model, "max_tokens": self.max_output_tokens, "system": self.system_prompt(),
             "messages": self.messages,
         }
         if self._tools:
             request["tools"] = self._tools
+        return await self._whole_reply(request, discarded)
 
-        async def text(fragment: str) -> None:
-            await _maybe_await(on_text(fragment))
-
-        return await self._whole_reply(request, text if on_text is not None else None, discarded)
-
-    async def _whole_reply(self, request: dict[str, Any], on_text: Callable[[str], Awaitable[None]] | None,
-                           discarded: list[dict[str, Any]]) -> Any:
+    async def _whole_reply(self, request: dict[str, Any], discarded: list[dict[str, Any]]) -> Any:
         """A reply that arrived whole. A cut one goes to `discarded` and the request is sent again, as
         the SDK re-sends one whose connection failed; StreamCut once `max_retries` re-sends were cut too."""
         assert self._client is not None
         attempt = 0
         while True:
             try:
-                return await read_message(self._client, request, on_text)
+                return await read_message(self._client, request, None)
             except StreamCut as cut:
                 discarded.append(cut.record())
                 if attempt >= self.max_retries:
@@ -360,15 +380,16 @@ class RobotAgent:
         try:
             for block in tool_uses:
                 name, arguments = block["name"], dict(block.get("input") or {})
-                if on_tool_call is not None:
-                    await _maybe_await(on_tool_call(name, arguments))
                 record = await self.call_tool(name, arguments)
                 records.append(record)
                 results.append(_result_block(block["id"], record.content, record.is_error))
-        except asyncio.CancelledError:
+                if on_tool_call is not None:
+                    await _maybe_await(on_tool_call(name, arguments, record.text))
+        except BaseException as exc:
             # Every tool_use needs its tool_result, or the next request is refused.
+            text = CANCELLED_TEXT if isinstance(exc, asyncio.CancelledError) else CALLBACK_FAILED_TEXT
             for block in tool_uses[len(results):]:
-                results.append(_result_block(block["id"], [{"type": "text", "text": CANCELLED_TEXT}], True))
+                results.append(_result_block(block["id"], [{"type": "text", "text": text}], True))
             self._add_user(results)
             raise
         return results

@@ -32,6 +32,10 @@ class McpConfigError(ValueError):
     """The config file is malformed; the message names the file, the entry and the rule."""
 
 
+class McpConfigMissing(McpConfigError, FileNotFoundError):
+    """The named config file does not exist (a FileNotFoundError, as scripts written for beambot expect)."""
+
+
 @dataclass(frozen=True)
 class McpServerConfig:
     name: str
@@ -61,7 +65,7 @@ def load_mcp_config(path: str | Path, environ: Mapping[str, str] | None = None) 
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise McpConfigError(f"mcp_config_path: {path} does not exist") from None
+        raise McpConfigMissing(f"mcp_config_path: {path} does not exist") from None
     except json.JSONDecodeError as exc:
         raise McpConfigError(f"{path}: not valid JSON ({exc})") from None
     if not isinstance(raw, dict) or not isinstance(raw.get("mcpServers", {}), dict):

@@ -92,14 +92,15 @@ def test_agent_drives_the_toy_robot_to_a_finish_and_sees_its_images(model_server
         assert statuses["toy"].connected and statuses["toy"].tools == TOY_TOOL_NAMES
         assert len(child_pids() - before) == 1  # the server subprocess
         try:
-            return await agent.chat("Put the red block in the bin.",
-                                    on_tool_call=lambda name, args: calls.append((name, args)), on_text=streamed.append)
+            return await agent.chat_result("Put the red block in the bin.",
+                                           on_tool_call=lambda name, args, text: calls.append((name, args)),
+                                           on_text=streamed.append)
         finally:
             await agent.disconnect()
 
     result = asyncio.run(main())
     assert result.stop_reason == "end_turn" and result.text == "The red block is in the bin."
-    assert "".join(streamed) == result.text
+    assert streamed == [result.text]
     assert calls == TOY_SOLUTION
     assert [r.name for r in result.tool_calls] == TOY_SOLUTION_NAMES
     assert [r.server for r in result.tool_calls] == ["toy"] * len(TOY_SOLUTION)
@@ -132,7 +133,7 @@ def test_tool_errors_reach_the_model_flagged_is_error(model_server: FakeModelSer
 
     async def main() -> Any:
         async with agent_for(model_server, config) as agent:
-            return await agent.chat("Grasp something.")
+            return await agent.chat_result("Grasp something.")
 
     result = asyncio.run(main())
     assert [(r.name, r.is_error) for r in result.tool_calls] == [("grasp", True), ("move_to", True), ("fly", True)]
@@ -158,7 +159,7 @@ def test_a_failing_server_is_reported_and_the_others_are_used(model_server: Fake
             assert not statuses["missing"].connected and "no-such-server" in statuses["missing"].error
             assert not statuses["crashing"].connected and statuses["crashing"].error
             assert statuses["toy"].connected and [t["name"] for t in agent.tools] == TOY_TOOL_NAMES
-            return await agent.chat("Where is the gripper?")
+            return await agent.chat_result("Where is the gripper?")
 
     result = asyncio.run(main())
     assert [(r.name, r.is_error) for r in result.tool_calls] == [("get_state", False)]
@@ -237,7 +238,7 @@ def test_cancelling_chat_stops_exactly_the_running_call_and_keeps_the_history_va
     async def main(url: str) -> Any:
         config = write_mcp_json(tmp_path, {"toy": {"type": "http", "url": url}})
         async with agent_for(model_server, config) as agent:
-            chat = asyncio.ensure_future(agent.chat("Go to the far corner."))
+            chat = asyncio.ensure_future(agent.chat_result("Go to the far corner."))
             # These waits run on the agent's own event loop: they finish only if chat() never blocks it.
             await asyncio.to_thread(events.wait_for, "tool_started", "move_to")
             chat.cancel()
@@ -245,7 +246,7 @@ def test_cancelling_chat_stops_exactly_the_running_call_and_keeps_the_history_va
                 await chat
             finished = await asyncio.to_thread(events.wait_for, "tool_finished", "move_to")
             assert finished["error"].startswith("cancelled")
-            return await agent.chat("Where are you now?")
+            return await agent.chat_result("Where are you now?")
 
     try:
         with McpHttpServer(build_mcp_server(toolkit), port=0) as http:
@@ -268,7 +269,7 @@ def test_a_call_over_tool_timeout_is_cancelled_on_the_robot_and_reported(model_s
     async def main(url: str) -> Any:
         config = write_mcp_json(tmp_path, {"toy": {"type": "http", "url": url}})
         async with agent_for(model_server, config, tool_timeout_s=1.0) as agent:
-            result = await agent.chat("Go to the far corner.")
+            result = await agent.chat_result("Go to the far corner.")
             await asyncio.to_thread(events.wait_for, "tool_finished", "move_to")
             return result
 
@@ -324,7 +325,7 @@ def test_local_tools_are_dispatched_and_their_failures_are_error_results(model_s
     async def main() -> Any:
         async with agent_for(model_server, empty_config, extra_tools=[PING, BOOM],
                              extra_dispatch=local_dispatch) as agent:
-            return await agent.chat("Ping, then boom.")
+            return await agent.chat_result("Ping, then boom.")
 
     result = asyncio.run(main())
     assert [(r.name, r.server, r.is_error, r.text) for r in result.tool_calls] == [
@@ -348,9 +349,9 @@ def test_iteration_cap_ends_the_chat_with_every_call_answered(model_server: Fake
     async def main() -> tuple[Any, Any]:
         async with agent_for(model_server, empty_config, max_iterations=3, extra_tools=[PING],
                              extra_dispatch=local_dispatch) as agent:
-            capped = await agent.chat("Ping forever.")
+            capped = await agent.chat_result("Ping forever.")
             model_server.script(next_chat)
-            return capped, await agent.chat("Stop now.")
+            return capped, await agent.chat_result("Stop now.")
 
     capped, after = asyncio.run(main())
     assert capped.stop_reason == "max_iterations" and capped.iterations == 3 and len(capped.tool_calls) == 3
@@ -385,7 +386,7 @@ def test_gateway_endpoint_and_bearer_key_from_a_named_variable(model_server: Fak
         async with agent:
             return await agent.chat("hi")
 
-    assert asyncio.run(main()).text == "hello"
+    assert asyncio.run(main()) == "hello"
     (request,) = model_server.model_requests
     assert request.headers["authorization"] == "Bearer gw-secret" and request.body["model"] == "lab-model"
 

@@ -49,7 +49,7 @@ def chat(server: FakeModelServer, config: Path, *messages: str, **options: Any) 
         agent = RobotAgent(model="fake-model", mcp_config_path=config, base_url=server.base_url,
                            api_key="test-key", **FAST_RETRY, **options)
         async with agent:
-            return [await agent.chat(message) for message in messages]
+            return [await agent.chat_result(message) for message in messages]
 
     return asyncio.run(main())
 
