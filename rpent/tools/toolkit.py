@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel
 
-from rpent.dashboard.events import DashboardEventSink
 from rpent.memory.manager import MemoryManager, write_text_atomic
 from rpent.tools.call import StageCallback, ToolCall, _latch
 from rpent.tools.context import ToolCancelled, ToolContext
+from rpent.tools.events import DashboardEventSink
 from rpent.tools.record import Segment, attach_segment
 from rpent.tools.recording import VideoRecorder
 from rpent.tools.result import FINISH_MARKER, ToolResult, describe_exception
@@ -441,6 +441,8 @@ class Toolkit:
         robot_call = not finish and call.name not in self._common and call.name != "finish"
         if robot_call and not tool.readonly and self._observes:
             call._set_stage("capturing")
+            # run.log then tells a step's motion from its observation (and a video's pauses from losses).
+            log.debug("call %d (%s): capturing the observation", call.id, call.name)
             result = self._capture(call, kwargs, result, elapsed)
         if finish:
             result.data = {k: v for k, v in result.data.items() if k != FINISH_MARKER}

@@ -2,14 +2,17 @@
 
 The franka films at its default 3 frames/s, the rate at which an encoder that holds frames back loses
 the most. Each kill is a fresh run (the simulator lives in the runner's process and dies with it),
-killed at a seeded random moment once the first motion (home) has ended. Frames are filmed from the
-start of home until the kill or the end of the last motion; steps.jsonl says when those were.
+killed at a seeded random moment once the first motion (home) has ended. Frames are filmed while a
+motion runs, from the start of home until the kill or the end of the last motion, and not while the
+observation after a motion is taken: run.log marks when each observation began, steps.jsonl when the
+next step started. Only filmed time counts as lost when the file lacks it.
 """
 
 from __future__ import annotations
 
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -37,6 +40,28 @@ def wait_for_first_step(steps_path: Path, process: subprocess.Popen[str], timeou
         assert process.poll() is None, f"the run ended before its first step (exit {process.returncode})"
         assert time.monotonic() < deadline, "no step within the timeout: the simulator did not start?"
         time.sleep(0.05)
+
+
+# The toolkit's run.log line as an observation begins (robots' motions film until then).
+CAPTURE_LINE = re.compile(r"^(\S+ \S+)\.(\d{3}) DEBUG rpent\.tools\.toolkit: call \d+ \(\w+\): capturing the observation$")
+
+
+def unfilmed_pauses(run_log: Path, steps: list[dict], killed_at: float) -> list[tuple[float, float]]:
+    """From each observation's start to the next motion step's start (or the kill): no frames are filmed."""
+    starts = sorted(s["started_at"] for s in steps if s["tool"] != "finish")
+    pauses = []
+    for line in run_log.read_text(errors="replace").splitlines():
+        mark = CAPTURE_LINE.match(line)
+        if mark:
+            begin = time.mktime(time.strptime(mark[1], "%Y-%m-%d %H:%M:%S")) + int(mark[2]) / 1000
+            end = next((t for t in starts if t > begin), killed_at)
+            pauses.append((begin, min(end, killed_at)))
+    return pauses
+
+
+def filmed_s(begin: float, end: float, pauses: list[tuple[float, float]]) -> float:
+    """Seconds of [begin, end] outside the (disjoint) pauses."""
+    return max(0.0, end - begin) - sum(max(0.0, min(b, end) - max(a, begin)) for a, b in pauses)
 
 
 @pytest.mark.slow
@@ -67,13 +92,14 @@ def test_sigkill_mid_pick_leaves_a_playable_episode_missing_at_most_a_second(tmp
                 process.kill()
             process.wait(30)
         steps = read_steps(out / "steps.jsonl")
-        filmed = [s for s in steps if s["tool"] != "finish"]
-        all_ended = len(filmed) == len([line for line in PICK.read_text().splitlines() if '"finish"' not in line])
-        last_frame_by = min(killed_at, filmed[-1]["ended_at"]) if all_ended else killed_at
-        recorded_s = last_frame_by - steps[0]["started_at"]
+        pauses = unfilmed_pauses(out / "run.log", steps, killed_at)
+        first = steps[0]["started_at"]  # at or before the first frame: the video's clock starts there
+        recorded_s = filmed_s(first, killed_at, pauses)
         seen = probe(out / "episode.mp4")
-        lost_s = recorded_s - (seen.last_s if seen.playable else 0.0)
-        line = f"kill {index}: recorded {recorded_s:.2f} s, {seen}, lost {lost_s:.2f} s"
+        # Frame times follow the wall clock, pauses included: what the file lacks is what came after its last frame.
+        lost_s = filmed_s(first + (seen.last_s if seen.playable else 0.0), killed_at, pauses)
+        line = (f"kill {index}: filmed {recorded_s:.2f} s ({len(pauses)} pauses, "
+                f"{sum(b - a for a, b in pauses):.2f} s), {seen}, lost {lost_s:.2f} s")
         report.append(line)
         playable += seen.playable
         if (recorded_s > PLAYABLE_AFTER_S and not seen.playable) or lost_s > MAX_LOST_S:
