@@ -5,7 +5,8 @@ A reply counts only if its stream delivered the whole message: every content blo
 the same whether the stream ended properly or broke off: a tool_use cut inside its arguments even
 carries them parsed as far as they came (`"z_m": 0.0` from a cut `"z_m": 0.04`), and a cut text
 reply looks like an ended turn. So a cut is detected here, from the events, and raised as
-`StreamCut` before the caller can act on the message. Used by the api planner and RobotAgent.
+`StreamCut` before the caller can act on the message. Used by the api planner and RobotAgent, so it
+lives in core: the MCP agent must not import a planner.
 """
 
 from __future__ import annotations

@@ -330,14 +330,10 @@ def _package_roots() -> list[Path]:
 
 
 def run_parser(spec: RobotSpec) -> argparse.ArgumentParser:
-    from rpent.cli.main import build_parser
+    """The options of `rpent run --robot <spec>`, from the runner that defines them for the cli too."""
+    from rpent.runner.options import run_option_parser
 
-    parser = build_parser(spec)
-    run = next(
-        action for action in parser._subparsers._group_actions  # type: ignore[union-attr]
-        if isinstance(action, argparse._SubParsersAction)
-    ).choices["run"]
-    return run
+    return run_option_parser(spec)
 
 
 def namespace_from_params(spec: RobotSpec, params: Mapping[str, Any]) -> argparse.Namespace:

@@ -8,9 +8,9 @@ from typing import Any
 from robots.dual_franka.toolkit import DualFrankaToolkit
 from robots.franka.config import CONFIG_DIR
 from robots.franka.robot_spec import FrankaSpec
-from rpent.dashboard.events import DashboardEventSink
 from rpent.robot import PromptBundle, RunConfig
 from rpent.tools import Toolkit
+from rpent.tools.events import DashboardEventSink
 
 PROMPTS = Path(__file__).parent / "prompts"
 

@@ -13,7 +13,6 @@ from typing import Any
 
 from robots.franka.config import CONFIG_DIR, FrankaConfig, load_franka_config
 from robots.franka.toolkit import FrankaToolkit
-from rpent.dashboard.events import DashboardEventSink
 from rpent.robot import (
     ConfigError,
     Dashboard,
@@ -27,6 +26,7 @@ from rpent.robot import (
 )
 from rpent.runtime.arm import RuntimeFault
 from rpent.tools import Toolkit
+from rpent.tools.events import DashboardEventSink
 
 PROMPTS = Path(__file__).parent / "prompts"
 

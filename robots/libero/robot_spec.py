@@ -9,9 +9,10 @@ from typing import Any
 
 from robots.libero.arm import LiberoRobot
 from robots.libero.env_server import LiberoEnvClient
+from robots.libero.openpi_options import add_openpi_args, openpi_options
 from robots.libero.sim import SUITES
 from robots.libero.toolkit import MODES, LiberoToolkit, Mode
-from rpent.dashboard.events import DashboardEventSink
+from robots.libero.vla import connect_policy
 from rpent.robot import (
     ConfigError,
     Dashboard,
@@ -23,7 +24,9 @@ from rpent.robot import (
     TaskField,
     memory_for,
 )
-from rpent.rpc import BaseVLAClient, Endpoint, RpcError, ServerProcess, endpoint_arg
+from rpent.rpc import Endpoint, RpcError, ServerProcess, endpoint_arg
+from rpent.rpc.vla_endpoint import vla_endpoint_arg
+from rpent.tools.events import DashboardEventSink
 
 PROMPTS = Path(__file__).parent / "prompts"
 ENV_SERVER_MODULE = "robots.libero.env_server"
@@ -63,10 +66,12 @@ class LiberoSpec(RobotSpec):
         )
         group.add_argument(
             "--vla-endpoint",
-            type=endpoint_arg,
+            type=vla_endpoint_arg,
             default=None,
-            help="VLA server used by the run_vla tool (without it, run_vla is refused)",
+            help="VLA server used by the run_vla tool: [http|socket]://host:port for an rpent.rpc vla_server, "
+            "ws://host:port or wss:// for an openpi policy server (without it, run_vla is refused)",
         )
+        add_openpi_args(group)
         group.add_argument("--mode", default="normal", help="normal (one episode) or attempts (several, with resets)")
         group.add_argument("--attempts-per-session", type=int, default=3, help="episodes allowed in attempts mode")
         group.add_argument(
@@ -114,6 +119,7 @@ class LiberoSpec(RobotSpec):
             camera_size=camera_size,
             env_endpoint=getattr(args, "env_endpoint", None),
             vla_endpoint=getattr(args, "vla_endpoint", None),
+            openpi=openpi_options(args),
             mode=mode,
             attempts_per_session=attempts,
             state_output_dir=getattr(args, "state_output_dir", None),
@@ -163,7 +169,8 @@ class LiberoSpec(RobotSpec):
                 f"--env-endpoint: the server at {endpoint} runs {info['suite']} task {info['task_id']}, "
                 f"not {opts['suite']} task {opts['task_id']}"
             )
-        policy = BaseVLAClient(opts["vla_endpoint"]) if opts.get("vla_endpoint") is not None else None
+        vla = opts.get("vla_endpoint")
+        policy = connect_policy(vla, opts.get("openpi")) if vla is not None else None
         runtime["policy"] = policy
         robot = LiberoRobot(env, policy=policy)
         robot.reset(init_state=opts["init_state"])  # an attached server may be mid-episode

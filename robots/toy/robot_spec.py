@@ -9,7 +9,6 @@ from typing import Any
 
 from robots.toy.runtime import ToyWorld
 from robots.toy.toolkit import ToyToolkit
-from rpent.dashboard.events import DashboardEventSink
 from rpent.robot import (
     ConfigError,
     Dashboard,
@@ -21,6 +20,7 @@ from rpent.robot import (
     TaskField,
     memory_for,
 )
+from rpent.tools.events import DashboardEventSink
 
 PROMPTS = Path(__file__).parent / "prompts"
 

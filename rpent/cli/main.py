@@ -11,11 +11,11 @@ import sys
 import time
 from collections.abc import Sequence
 
-from rpent.runner.logs import setup_console
 from rpent.robot import ConfigError, RobotNotFound, list_robots, load_robot
+from rpent.runner.logs import setup_console
+from rpent.runner.options import add_run_options
 from rpent.tools.record import RecordError
 
-PLANNER_NAMES = ("api", "claude_code", "codex", "replay")
 log = logging.getLogger("rpent.cli")
 
 DESCRIPTION = """\
@@ -30,32 +30,6 @@ RPent: let a language model operate a robot through typed, safe, cancellable too
 """
 
 
-def _common_run_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--robot", required=True, help="robot name (see `rpent robots`)")
-    parser.add_argument("--planner", choices=PLANNER_NAMES, default="replay",
-                        help="who plans: the Anthropic API, Claude Code, Codex, or a recipe replay (default replay)")
-    parser.add_argument("--task", help="the task in words (default: the robot's default task)")
-    parser.add_argument("--max-turns", type=int, default=60, help="model turns (replay: steps) before giving up (default 60)")
-    parser.add_argument("--output-dir", help="where the run's record goes: a new or empty directory (default runs/<robot>-<time>)")
-    parser.add_argument("--resume", action="store_true",
-                        help="continue the record in --output-dir as a new segment (its files end in -N; nothing is overwritten)")
-    parser.add_argument("--recipe-tag", help="name of the recipe written on success (default: the robot name)")
-    parser.add_argument("--memory-dir", help="the robot's memory directory (default: $RPENT_MEMORY_DIR/<robot> or ~/.local/share/rpent/memory/<robot>)")
-    parser.add_argument("--memory-access", choices=("read-only", "read-write", "inbox-write"), default="inbox-write",
-                        help="what tools may write in memory (default inbox-write: only under inbox/)")
-    replay = parser.add_argument_group("replay planner")
-    replay.add_argument("--recipe", help="recipe JSONL file to replay (with --planner replay)")
-    replay.add_argument("--continue-on-error", action="store_true", help="keep replaying after a failed step")
-    model = parser.add_argument_group("model planners (api, claude_code, codex)")
-    model.add_argument("--model", help="model name (default: the planner's documented default)")
-    model.add_argument("--base-url", help="model endpoint, e.g. an Anthropic-compatible gateway (codex: include /v1); default from the environment")
-    model.add_argument("--api-key-env", help="name of the environment variable holding the API key (default ANTHROPIC_API_KEY; codex: OPENAI_API_KEY)")
-    model.add_argument("--max-wall-time", type=float, help="seconds before the planner gives up")
-    output = parser.add_argument_group("output")
-    output.add_argument("--quiet", action="store_true", help="only warnings and errors on the console")
-    output.add_argument("--json", dest="json_logs", action="store_true", help="console log lines as JSON")
-
-
 def build_parser(robot_spec=None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rpent", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
@@ -64,12 +38,7 @@ def build_parser(robot_spec=None) -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="run one task with a planner", description="Run one task: start the robot's runtime, "
                               "plan with the chosen planner until its finish tool is accepted, and save the run's record "
                               "(run.log, steps.jsonl, images/, transcript.json, episode.mp4, result.json, recipe_<tag>.jsonl).")
-    _common_run_args(run)
-    if robot_spec is not None:
-        robot_spec.add_cli_args(run)
-    from rpent.dashboard.options import add_dashboard_args  # flags only; no web libraries imported
-
-    add_dashboard_args(run)
+    add_run_options(run, robot_spec)
 
     commands.add_parser("robots", help="list installed robots", description="List the robots found as robots.<name> packages "
                         "or through the rpent.robots entry-point group.")

@@ -1,42 +1,5 @@
-"""The one channel through which the rest of RPent publishes to the operator dashboard."""
+"""The dashboard's event channel; defined in core (rpent.tools.events) so publishers need no dashboard."""
 
-from __future__ import annotations
+from rpent.tools.events import DashboardEventSink, NullEventSink, RecordingEventSink
 
-from typing import Any, Protocol, runtime_checkable
-
-
-@runtime_checkable
-class DashboardEventSink(Protocol):
-    """Receives events (tool started/finished, frames, planner text, status rows).
-
-    `publish` is called from robot and planner threads: implementations must return quickly and
-    never block the robot loop (queue and drop for slow consumers).
-    """
-
-    enabled: bool
-
-    def publish(self, kind: str, payload: dict[str, Any]) -> None: ...
-
-
-class NullEventSink:
-    """Used when the dashboard is off: accepts everything, does nothing."""
-
-    enabled = False
-
-    def publish(self, kind: str, payload: dict[str, Any]) -> None:
-        return None
-
-
-class RecordingEventSink:
-    """Keeps every event in memory, in order, for tests that check what a run published."""
-
-    enabled = True
-
-    def __init__(self) -> None:
-        self.events: list[tuple[str, dict[str, Any]]] = []
-
-    def publish(self, kind: str, payload: dict[str, Any]) -> None:
-        self.events.append((kind, payload))
-
-    def kinds(self) -> list[str]:
-        return [kind for kind, _ in self.events]
+__all__ = ["DashboardEventSink", "NullEventSink", "RecordingEventSink"]

@@ -1,6 +1,6 @@
 """A Toolkit published as an MCP server: its tools, schemas, results and cancellation.
 
-Every call goes through the toolkit's own scheduler (`rpent.planner.base.execute_tool`), so
+Every call goes through the toolkit's own scheduler (`rpent.tools.async_call.execute_tool`), so
 MCP clients get the same ordering, validation and stop-on-cancel guarantees as in-process
 planners. An MCP cancellation of one request cancels exactly that tool call, and the request
 only settles once the call has returned (the robot has stopped).
@@ -21,8 +21,8 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 
-from rpent.planner.base import execute_tool
 from rpent.tools import ToolResult
+from rpent.tools.async_call import execute_tool
 from rpent.tools.toolkit import Toolkit
 
 log = logging.getLogger(__name__)

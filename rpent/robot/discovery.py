@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import importlib.util
 import pkgutil
 import re
 from types import ModuleType
@@ -50,11 +51,11 @@ def load_robot(name: str) -> ModuleType:
 def list_robots() -> list[str]:
     """Names of the robots installed here (robots.* packages and entry points), without importing them."""
     names = set(_entry_points())
-    try:
-        package = importlib.import_module("robots")
+    # find_spec locates the robots package without running it: listing imports no robot code.
+    package = importlib.util.find_spec("robots")
+    if package is not None and package.submodule_search_locations is not None:
         names.update(
-            info.name for info in pkgutil.iter_modules(package.__path__) if info.ispkg and not info.name.startswith("_")
+            info.name for info in pkgutil.iter_modules(package.submodule_search_locations)
+            if info.ispkg and not info.name.startswith("_")
         )
-    except ModuleNotFoundError:
-        pass
     return sorted(names)

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from rpent.dashboard.events import DashboardEventSink
 from rpent.memory import MemoryManager, get_memory_dir
 from rpent.tools import Tool, Toolkit
+from rpent.tools.events import DashboardEventSink
 
 
 class ConfigError(ValueError):

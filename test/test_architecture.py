@@ -1,0 +1,275 @@
+"""The house's layering (ARCHITECTURE.md, "Rules of the house"), checked on every import in the tree.
+
+Every `import`, `from ... import` (module level, inside functions, under TYPE_CHECKING) and
+`importlib.import_module("literal")` / `__import__("literal")` in rpent/, rpent_ros/ and robots/
+is read with `ast`, without importing anything, and each one that points outward fails the test
+with the file, the line, the import and the rule it breaks.
+
+The layering is data (LAYERS, FORBIDDEN): change the rules there, not in the walker.
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("rpent", "rpent_ros", "robots")
+
+# Module prefix -> layer; the longest matching prefix wins, so `rpent.planner` beats `rpent`.
+LAYERS: dict[str, str] = {
+    "rpent": "core",  # rpent's top-level modules (settings, loopback, ...) and its core packages
+    "rpent.tools": "core",
+    "rpent.robot": "core",
+    "rpent.runtime": "core",
+    "rpent.memory": "core",
+    "rpent.rpc": "core",
+    "rpent.planner": "planner",
+    "rpent.mcp": "mcp",
+    "rpent.runner": "runner",
+    "rpent.dashboard": "dashboard",
+    "rpent.cli": "cli",
+    "rpent.__main__": "entry",
+    # rosidl installs the generated interfaces into the rpent package: they are ROS, not core.
+    "rpent.msg": "ros",
+    "rpent.srv": "ros",
+    "rpent.action": "ros",
+    "rpent_ros": "ros",
+    "rclpy": "ros",
+    "rcl_interfaces": "ros",
+    "rosidl_runtime_py": "ros",
+    "builtin_interfaces": "ros",
+    "action_msgs": "ros",
+    "std_msgs": "ros",
+    "sensor_msgs": "ros",
+    "geometry_msgs": "ros",
+    "lifecycle_msgs": "ros",
+    "diagnostic_msgs": "ros",
+    "tf2_ros": "ros",
+    "tf2_msgs": "ros",
+    "launch": "ros",
+    "launch_ros": "ros",
+    "ament_index_python": "ros",
+    "robots": "robots",
+}
+
+# Layer -> {forbidden target layer: why}. Everything above a layer is forbidden to it.
+_OUTWARD = "rpent imports neither robots nor ROS: robots are found by name, ROS lives in rpent_ros"
+_CLI = "only rpent/__main__.py imports rpent.cli: the cli parses arguments and prints, nothing builds on it"
+FORBIDDEN: dict[str, dict[str, str]] = {
+    "core": {
+        "dashboard": "core publishes through rpent.tools.events.DashboardEventSink, it never imports the dashboard",
+        "planner": "core is below the planners: the async bridge lives in rpent.tools, planners re-export it",
+        "mcp": "core is below the MCP bridge",
+        "runner": "core is below run orchestration",
+        "cli": _CLI,
+        "robots": _OUTWARD,
+        "ros": _OUTWARD,
+    },
+    "planner": {"robots": _OUTWARD, "ros": _OUTWARD, "cli": _CLI,
+                "runner": "planners are run by the runner, not the other way round",
+                "dashboard": "planners reach the operator through OperatorInput, not the dashboard"},
+    "mcp": {"planner": "planners use MCP: the bridge must not import them back (execute_tool and the "
+                       "stream reader are core)",
+            "cli": _CLI, "robots": _OUTWARD, "ros": _OUTWARD,
+            "dashboard": "the MCP bridge serves a toolkit; the dashboard is above it"},
+    "runner": {"cli": _CLI, "robots": _OUTWARD, "ros": _OUTWARD,
+               "dashboard": "the dashboard uses the runner; the run options are defined in rpent.runner"},
+    "dashboard": {"cli": _CLI, "robots": "the dashboard serves any robot through RobotSpec and the Toolkit API",
+                  "ros": _OUTWARD},
+    "cli": {"robots": _OUTWARD, "ros": _OUTWARD},
+    "entry": {"robots": _OUTWARD, "ros": _OUTWARD},
+    "robots": {"ros": "robots run without ROS: only rpent_ros imports rclpy; a robot declares its runtime "
+                      "components as data (RobotSpec.runtime_components)",
+               "cli": _CLI,
+               "dashboard": "a robot describes its dashboard as data (rpent.robot); the dashboard is above robots"},
+    "ros": {"cli": _CLI},
+}
+
+
+@dataclass(frozen=True)
+class Import:
+    path: str  # relative to the scanned root
+    line: int
+    source: str  # the import as written
+    target: str  # absolute dotted module it names
+
+
+@dataclass(frozen=True)
+class Violation:
+    found: Import
+    importer: str
+    imported: str
+    rule: str
+
+    def __str__(self) -> str:
+        return (f"{self.found.path}:{self.found.line}: `{self.found.source}` -> {self.importer} imports "
+                f"{self.imported}, which is forbidden: {self.rule}")
+
+
+def layer_of(module: str) -> str | None:
+    best = None
+    for prefix, layer in LAYERS.items():
+        if (module == prefix or module.startswith(prefix + ".")) and (best is None or len(prefix) > len(best[0])):
+            best = (prefix, layer)
+    return None if best is None else best[1]
+
+
+def module_name(root: Path, path: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _resolve(module: str | None, level: int, importer: str, is_package: bool) -> str:
+    if level == 0:
+        return module or ""
+    base = importer.split(".") if is_package else importer.split(".")[:-1]
+    base = base[: len(base) - (level - 1)]
+    return ".".join([*base, module] if module else base)
+
+
+def _literal_import(node: ast.Call) -> str | None:
+    func = node.func
+    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+    if name not in ("import_module", "__import__") or not node.args:
+        return None
+    first = node.args[0]
+    if isinstance(first, ast.Constant) and isinstance(first.value, str) and not first.value.startswith("."):
+        return first.value
+    return None  # a name built at run time: discovery by name, which the rules allow
+
+
+def imports_in(source: str, importer: str, *, path: str, is_package: bool = False) -> Iterator[Import]:
+    tree = ast.parse(source, filename=path)
+    lines = source.splitlines()
+    for node in ast.walk(tree):
+        written = lines[node.lineno - 1].strip() if hasattr(node, "lineno") else ""
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield Import(path, node.lineno, written, alias.name)
+        elif isinstance(node, ast.ImportFrom):
+            base = _resolve(node.module, node.level, importer, is_package)
+            for alias in node.names:
+                # `from rpent import dashboard` names the package rpent.dashboard, not rpent.
+                yield Import(path, node.lineno, written, base if alias.name == "*" else f"{base}.{alias.name}")
+        elif isinstance(node, ast.Call):
+            target = _literal_import(node)
+            if target is not None:
+                yield Import(path, node.lineno, written, target)
+
+
+def violations(root: Path, packages: tuple[str, ...] = PACKAGES) -> list[Violation]:
+    found: dict[tuple[str, int, str], Violation] = {}  # one per statement and layer, not per imported name
+    for package in packages:
+        for path in sorted((root / package).rglob("*.py")):
+            importer = module_name(root, path)
+            importer_layer = layer_of(importer)
+            rules = FORBIDDEN.get(importer_layer or "", {})
+            source = path.read_text(encoding="utf-8")
+            rel = str(path.relative_to(root))
+            for imp in imports_in(source, importer, path=rel, is_package=path.name == "__init__.py"):
+                target_layer = layer_of(imp.target)
+                if target_layer in rules:
+                    found.setdefault((imp.path, imp.line, target_layer or ""),
+                                     Violation(imp, importer_layer or "", target_layer or "", rules[target_layer]))
+    return list(found.values())
+
+
+def test_no_import_points_outward():
+    found = violations(ROOT)
+    if found:
+        pytest.fail("forbidden imports:\n" + "\n".join(map(str, found)), pytrace=False)
+
+
+def test_every_layer_with_rules_is_a_layer_modules_belong_to():
+    # A typo in FORBIDDEN (a layer no module maps to) would silently check nothing.
+    layers = set(LAYERS.values())
+    assert set(FORBIDDEN) <= layers
+    assert all(set(rules) <= layers for rules in FORBIDDEN.values())
+
+
+def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return tmp_path
+
+
+def test_checker_names_file_line_import_and_rule_of_a_lazy_upward_import(tmp_path):
+    root = _tree(tmp_path, {
+        "rpent/__init__.py": "",
+        "rpent/tools/__init__.py": "",
+        "rpent/tools/toolkit.py": """\
+            import json
+
+
+            def publish():
+                from rpent.dashboard.events import DashboardEventSink
+                return DashboardEventSink
+            """,
+    })
+    found = violations(root)
+    assert [str(v) for v in found] == [
+        "rpent/tools/toolkit.py:5: `from rpent.dashboard.events import DashboardEventSink` -> core imports "
+        "dashboard, which is forbidden: " + FORBIDDEN["core"]["dashboard"]
+    ]
+
+
+def test_checker_catches_each_way_of_writing_an_import(tmp_path):
+    root = _tree(tmp_path, {
+        "rpent/__init__.py": "",
+        "rpent/mcp/__init__.py": "",
+        "rpent/mcp/bridge.py": """\
+            import importlib
+            from typing import TYPE_CHECKING
+
+            from .. import planner
+            import rpent.cli.main as cli
+            if TYPE_CHECKING:
+                from rpent.planner.base import Planner
+
+
+            def later():
+                return importlib.import_module("rpent.planner.api"), __import__("rclpy")
+            """,
+        "robots/__init__.py": "",
+        "robots/arm/__init__.py": "from rclpy.node import Node\n",
+        "rpent_ros/__init__.py": "",
+        "rpent_ros/node.py": "from rpent.cli.main import build_parser\n",
+    })
+    found = {(v.found.path, v.found.line, v.found.target, v.imported) for v in violations(root)}
+    assert found == {
+        ("rpent/mcp/bridge.py", 4, "rpent.planner", "planner"),
+        ("rpent/mcp/bridge.py", 5, "rpent.cli.main", "cli"),
+        ("rpent/mcp/bridge.py", 7, "rpent.planner.base.Planner", "planner"),
+        ("rpent/mcp/bridge.py", 11, "rpent.planner.api", "planner"),
+        ("rpent/mcp/bridge.py", 11, "rclpy", "ros"),
+        ("robots/arm/__init__.py", 1, "rclpy.node.Node", "ros"),
+        ("rpent_ros/node.py", 1, "rpent.cli.main.build_parser", "cli"),
+    }
+
+
+def test_checker_allows_inward_imports_and_discovery_by_name(tmp_path):
+    root = _tree(tmp_path, {
+        "rpent/__init__.py": "",
+        "rpent/__main__.py": "from rpent.cli.main import main\n",
+        "rpent/robot/discovery.py": """\
+            import importlib
+
+
+            def load(name):
+                return importlib.import_module(f"robots.{name}")
+            """,
+        "rpent/planner/base.py": "from rpent.tools.async_call import execute_tool\nfrom rpent import settings\n",
+        "robots/arm/tools.py": "from rpent.tools import tool\nfrom robots.arm import runtime\n",
+        "rpent_ros/proxies.py": "import rclpy\nfrom rpent.runtime import Arm\n",
+    })
+    assert violations(root) == []
