@@ -93,7 +93,7 @@ RESULT_FIELDS: dict[str, list[str]] = {
     "back_project": ["calibrated", "camera", "depth_m", "frame", "step", "xyz_m"],
     "recover": ["recovered"],
     "stop": ["stopped"],
-    "finish": ["status", "summary"],
+    "finish": ["operator_aborted", "operator_notes", "status", "summary"],
 }
 OBSERVATION_FIELDS = ["action", "action_result", "arms", "cameras", "elapsed_s"]
 # Each entry of `cameras` (observations and capture_images) describes one image, in image order.

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
-
-from pydantic import Field
+from typing import Any
 
 from robots.franka import actions
 from robots.franka.actions import (
@@ -23,7 +21,8 @@ from robots.franka.actions import (
     Width,
 )
 from robots.franka.runtime import FrankaRuntime
-from rpent.tools import ToolContext, ToolResult, finish_payload, readonly, tool
+from rpent.tools import ToolContext, ToolResult, readonly, tool
+from rpent.tools.finish import make_finish_tool
 
 
 @tool
@@ -199,20 +198,7 @@ def stop(*, ctx: ToolContext[FrankaRuntime]) -> dict[str, Any]:
     return actions.stop(ctx)
 
 
-@tool
-def finish(
-    status: Literal["success", "failure"],
-    summary: Annotated[str, Field(min_length=1, max_length=2000)],
-    *,
-    ctx: ToolContext[FrankaRuntime],
-) -> dict[str, Any]:
-    """Report that the task is over. Call it exactly once, when done or when it cannot be done.
-
-    Args:
-        status: "success" if the task was achieved, else "failure".
-        summary: One or two sentences on what was done and what was observed.
-    """
-    return finish_payload(status=status, summary=summary)
+finish = make_finish_tool()
 
 
 FRANKA_TOOLS = [

@@ -10,7 +10,8 @@ from pydantic import Field
 from robots.libero import control
 from robots.libero.arm import LiberoRobot
 from robots.libero.vla import run_policy
-from rpent.tools import ToolContext, ToolResult, finish_payload, readonly, tool
+from rpent.tools import ToolContext, ToolResult, readonly, tool
+from rpent.tools.finish import make_finish_tool
 from rpent.tools.images import encode_png
 
 X = Annotated[float, Field(ge=0.0, le=1.0)]
@@ -324,23 +325,14 @@ def segment(camera: Camera = "agentview", size_px: ImageSize = 256, *, ctx: Tool
     return ToolResult(data={"camera": camera, "size_px": size_px, "objects": objects}, images=images)
 
 
-@tool
-def finish(
-    status: Literal["success", "failure"],
-    summary: Annotated[str, Field(min_length=1, max_length=2000)],
-    *,
-    ctx: ToolContext[LiberoRobot],
-) -> dict[str, Any]:
-    """Report that the task is over. Call it exactly once, when done or when it cannot be done.
-
-    Args:
-        status: "success" if the task was achieved, else "failure".
-        summary: One or two sentences on what was done and what was observed.
-    """
-    extra: dict[str, Any] = {}
+def _attempt_fields(ctx: ToolContext[LiberoRobot]) -> dict[str, Any]:
+    # In attempts mode the result says which attempt the model ended on.
     if ctx.state.get("mode") == "attempts":
-        extra["attempts"] = len(ctx.state["attempt_results"]) + 1
-    return finish_payload(status=status, summary=summary, **extra)
+        return {"attempts": len(ctx.state["attempt_results"]) + 1}
+    return {}
+
+
+finish = make_finish_tool(_attempt_fields)
 
 
 LIBERO_TOOLS = [

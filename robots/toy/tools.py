@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import Field
 
 from robots.toy.runtime import TABLE_M, ToyWorld
-from rpent.tools import ToolContext, ToolResult, finish_payload, readonly, tool
+from rpent.tools import ToolContext, ToolResult, readonly, tool
+from rpent.tools.finish import make_finish_tool
 from rpent.tools.images import encode_png
 
 Metres = Annotated[float, Field(ge=0.0, le=TABLE_M)]
@@ -78,20 +79,7 @@ def observe(duration_s: Annotated[float, Field(gt=0.0, le=10.0)] = 1.0, *, ctx: 
     return ToolResult(data={"watched_s": duration_s, "camera": "top"}, images=[encode_png(ctx.robot.render_top())])
 
 
-@tool
-def finish(
-    status: Literal["success", "failure"],
-    summary: Annotated[str, Field(min_length=1, max_length=2000)],
-    *,
-    ctx: ToolContext[ToyWorld],
-) -> dict[str, Any]:
-    """Report that the task is over. Call it exactly once, when done or when it cannot be done.
-
-    Args:
-        status: "success" if the task was achieved, else "failure".
-        summary: One or two sentences on what was done and what was observed.
-    """
-    return finish_payload(status=status, summary=summary, operator_aborted=False, operator_notes=[])
+finish = make_finish_tool()
 
 
 TOY_TOOLS = [move_to, grasp, release, get_state, capture_image, observe, finish]

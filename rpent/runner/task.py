@@ -17,6 +17,7 @@ from typing import Any
 from rpent.planner.base import AbortRequest, OperatorInput, OperatorMessage, Planner, PlannerResult, PlannerStatus
 from rpent.robot import RobotSpec, RunConfig
 from rpent.runner.artifacts import publish_to_memory, qualifies_for_memory, run_id_for, write_json
+from rpent.tools.finish import OPERATOR_KEY, OperatorRecord
 from rpent.tools.record import Segment
 
 log = logging.getLogger("rpent.run")
@@ -58,7 +59,8 @@ class TaskRun:
         self.toolkit: Any = None
         self.summary: dict[str, Any] | None = None
         self.aborted: str | None = None
-        self._notes: list[str] = []
+        #: The operator's abort and notes; the toolkit's finish tool reports them (rpent.tools.finish).
+        self.operator = OperatorRecord()
         self._lock = threading.Lock()
 
     # ---- operator side ----------------------------------------------------------------------
@@ -67,14 +69,14 @@ class TaskRun:
         self.inputs.put(OperatorMessage(text))
 
     def add_note(self, text: str) -> None:
-        with self._lock:
-            self._notes.append(text)
+        self.operator.add_note(text)
 
     def abort(self, reason: str = "operator abort", timeout: float = 10.0) -> bool:
         """Cancel the active tool call (the robot stops) and end the task with status aborted."""
         with self._lock:
             if self.aborted is None:
                 self.aborted = reason
+        self.operator.abort(reason)
         self.inputs.put(AbortRequest(reason))
         toolkit = self.toolkit
         if toolkit is None:
@@ -90,6 +92,9 @@ class TaskRun:
         error: str | None = None
         try:
             self.toolkit = self.robot.get_toolkit(runtime_kwargs=self.runtime_kwargs, dashboard_events=self.events, config=config)
+            state = getattr(self.toolkit, "state", None)  # a toolkit reached over ROS keeps its own
+            if isinstance(state, dict):
+                state[OPERATOR_KEY] = self.operator
             if self.aborted is not None:  # aborted while the toolkit was being built
                 self.toolkit.cancel_active_and_wait(timeout=1, reason=self.aborted)
             system_prompt, user_message = self.spec.prompts.render(config.prompt_vars)
@@ -132,11 +137,11 @@ class TaskRun:
                     log.exception("scene_state() failed")
                 finish = dict(toolkit.finish_result) if toolkit.finish_result is not None else None
             with self._lock:
-                notes, aborted = list(self._notes), self.aborted
-            if aborted is not None or notes:
-                finish = dict(finish or {"status": "aborted" if aborted else None, "summary": None})
-                finish["operator_aborted"] = aborted is not None
-                finish["operator_notes"] = [*finish.get("operator_notes", []), *notes]
+                aborted = self.aborted
+            operator = self.operator.fields()
+            if finish is not None or aborted is not None or operator["operator_notes"]:
+                # The whole record, also what happened after the finish (a late note, an abort).
+                finish = {**(finish or {"status": "aborted" if aborted else None, "summary": None}), **operator}
             if result is not None:
                 write_json(segment.file("transcript.json"), result.transcript)
             ok = qualifies_for_memory(finish, solved) and aborted is None and error is None
