@@ -1,4 +1,4 @@
-"""The VLA primitive: let a policy (usually a vla_server over rpent.rpc) drive the arm for a while."""
+"""The VLA primitive: let a policy (a vla_server over rpent.rpc, or an openpi server) drive the arm for a while."""
 
 from __future__ import annotations
 
@@ -8,6 +8,11 @@ import numpy as np
 
 from robots.libero.arm import LiberoRobot
 from robots.libero.control import OnStep, ShouldStop
+from robots.libero.openpi_options import OpenpiOptions
+from rpent.rpc import BaseVLAClient, RpcError
+from rpent.rpc.vla_endpoint import VlaEndpoint, WebsocketEndpoint
+from rpent.runtime.env import Policy
+from rpent.tools import ToolResult
 
 STOP_CONDITIONS = ("gripper_closed", "object_lifted")
 LIFTED_ABOVE_M = 0.05
@@ -15,12 +20,37 @@ LIFTED_ABOVE_M = 0.05
 POLICY_IMAGE_PX = 128
 
 
+class PolicyInputError(ValueError):
+    """The observation lacks what the policy needs; the message names the argument to change."""
+
+
+def connect_policy(endpoint: VlaEndpoint, openpi: OpenpiOptions | None = None) -> Policy:
+    """The client for --vla-endpoint: openpi's websocket protocol for ws:// and wss://, else rpent.rpc.
+
+    Neither connects here: the first run_vla does, so a policy server may start after the run.
+    """
+    if isinstance(endpoint, WebsocketEndpoint):
+        from robots.libero.openpi_policy import OpenpiLiberoPolicy
+        from rpent.rpc.vla_openpi import OpenpiPolicyClient
+
+        options = openpi or OpenpiOptions()
+        client = OpenpiPolicyClient(
+            endpoint, connect_timeout_s=options.connect_timeout_s, infer_timeout_s=options.infer_timeout_s
+        )
+        return OpenpiLiberoPolicy(client, options)
+    return BaseVLAClient(endpoint)
+
+
 def policy_observation(robot: LiberoRobot, with_images: bool) -> dict[str, Any]:
-    """The latest observation in robosuite's keys, plus upright camera images when asked."""
+    """The latest observation in robosuite's keys, plus upright camera images when asked.
+
+    A policy may name the camera size it wants as ``camera_px`` (openpi's LIBERO models: 256).
+    """
     obs = dict(robot.obs)
     if with_images:
-        obs["agentview_image"] = robot.render("agentview", POLICY_IMAGE_PX)
-        obs["robot0_eye_in_hand_image"] = robot.render("robot0_eye_in_hand", POLICY_IMAGE_PX)
+        size = int(getattr(robot.policy, "camera_px", POLICY_IMAGE_PX))
+        obs["agentview_image"] = robot.render("agentview", size)
+        obs["robot0_eye_in_hand_image"] = robot.render("robot0_eye_in_hand", size)
     return obs
 
 
@@ -34,8 +64,12 @@ def run_policy(
     with_images: bool,
     should_stop: ShouldStop,
     on_step: OnStep,
-) -> dict[str, Any]:
-    """Step the env with the policy's action chunks until a stop condition; say which one fired."""
+) -> dict[str, Any] | ToolResult:
+    """Step the env with the policy's action chunks until a stop condition; say which one fired.
+
+    A policy that fails (unreachable, timed out, a malformed reply) ends the run as a tool error
+    naming the cause; the env is stepped no further, so the arm stays where the error found it.
+    """
     assert robot.policy is not None
     start_z = float(robot.object_xyz(object_name)[2]) if object_name else None
     steps = chunks = 0
@@ -58,7 +92,14 @@ def run_policy(
         reason = stop_reason()
         if reason:
             break
-        chunk = np.asarray(robot.policy.predict(policy_observation(robot, with_images), instruction))
+        try:
+            chunk = np.asarray(robot.policy.predict(policy_observation(robot, with_images), instruction))
+        except (RpcError, PolicyInputError) as exc:
+            return ToolResult(
+                data={"stopped": "policy_error", "steps": steps, "policy_calls": chunks, **robot.pose()},
+                error=f"the VLA policy failed after {steps} control steps ({chunks} chunks); "
+                f"the arm is stopped where it was: {exc}",
+            )
         chunks += 1
         for action in chunk.reshape(-1, chunk.shape[-1]):
             if steps >= max_steps:
