@@ -12,21 +12,13 @@ import asyncio
 import logging
 import os
 import queue
-import tempfile
 import warnings
 from pathlib import Path
 from typing import Any
 
-from rpent.planner.base import (
-    AsyncPlanner,
-    OperatorInbox,
-    OperatorInput,
-    PlannerResult,
-    PlannerStatus,
-    TokenUsage,
-    check_positive,
-)
-from rpent.planner.cli_common import NUDGE_TEXT, CliError, RunBridge, RunControl, inside, operator_note, read_roots
+from rpent.planner.base import AsyncPlanner, OperatorInput, PlannerResult, PlannerStatus, TokenUsage, check_positive
+from rpent.planner.cli_common import CliError, RunBridge, inside
+from rpent.planner.cli_run import MODEL_ENDED, CliRun
 from rpent.settings import check_model, default_model, missing_key_message
 from rpent.tools.toolkit import Toolkit
 
@@ -125,37 +117,21 @@ class ClaudeCodePlanner(AsyncPlanner):
                      input_queue: queue.Queue[OperatorInput] | None) -> PlannerResult:
         run = _Run(self, toolkit, system_prompt, max_turns)
         self.transcript = run.transcript
-        inbox = OperatorInbox(input_queue, on_abort=lambda reason: run.control.request_stop(
-            PlannerStatus.ABORTED, f"operator abort: {reason}"))
-        run.inbox = inbox
-        with tempfile.TemporaryDirectory(prefix="rpent-claude-code-") as scratch:
-            bridge = RunBridge(toolkit, name=self.server_name, inline_images=self.inline_images,
-                               take_messages=inbox.take_messages, on_call_done=run.call_done,
-                               on_record=run.transcript.append)
-            run.control.bridge = bridge
-            inbox.start()
-            try:
-                with bridge:
-                    return await run.run(user_message, bridge, Path(scratch))
-            finally:
-                await asyncio.to_thread(inbox.stop)
+        return await run.serve(input_queue, "rpent-claude-code-",
+                               lambda bridge, scratch: run.run(user_message, bridge, scratch))
 
 
-class _Run:
-    """One solve() call: the CLI session, the transcript and the stop signals."""
+class _Run(CliRun):
+    """One solve() call: the Claude Code session on top of the shared run state."""
+
+    label = "Claude Code"
+    p: ClaudeCodePlanner
 
     def __init__(self, planner: ClaudeCodePlanner, toolkit: Toolkit, system_prompt: str, max_turns: int) -> None:
-        self.p = planner
-        self.toolkit = toolkit
-        self.system_prompt = system_prompt
-        self.max_turns = max_turns
-        self.control = RunControl(toolkit, planner.max_wall_time_s)
-        self.inbox: OperatorInbox | None = None
-        self.transcript: list[dict[str, Any]] = [{"role": "system", "content": system_prompt}]
+        super().__init__(planner, toolkit, system_prompt, max_turns)
         self.usage_by_message: dict[str, TokenUsage] = {}
-        self.roots = read_roots(toolkit)
         self.session_id: str | None = None
-        self.error: str | None = None
+        self._client: Any = None
 
     @property
     def turns(self) -> int:
@@ -167,10 +143,6 @@ class _Run:
         for usage in self.usage_by_message.values():
             total.add(usage)
         return total
-
-    def call_done(self, name: str) -> None:
-        if self.toolkit.finish_result is not None:
-            self.control.request_stop(PlannerStatus.FINISHED, "finish accepted")
 
     async def can_use_tool(self, tool_name: str, tool_input: dict[str, Any], context: Any) -> Any:
         from claude_agent_sdk import PermissionResultAllow, PermissionResultDeny
@@ -236,51 +208,31 @@ class _Run:
         from claude_agent_sdk import ClaudeSDKClient
         from claude_agent_sdk._errors import ClaudeSDKError
 
-        client = ClaudeSDKClient(self.options(bridge, scratch))
-        try:
-            ok, _ = await self.control.race(_connect(client))
-            if ok:
-                ok, outcome = await self.control.race(self._converse(client, user_message))
-                if ok and outcome is not None:
-                    self.control.request_stop(*outcome)
-        except (ClaudeSDKError, CliError, OSError) as error:
-            log.error("Claude Code failed: %s", error)
-            self.error = f"{type(error).__name__}: {error}"
-            self.control.request_stop(PlannerStatus.ERROR, "the Claude Code CLI failed")
-        except Exception as error:  # a planner bug must not lose the run's transcript
-            log.exception("claude_code planner failed")
-            self.error = f"{type(error).__name__}: {error}"
-            self.control.request_stop(PlannerStatus.ERROR, "internal planner error")
-        finally:
-            if self.control.status is None:
-                self.control.request_stop(PlannerStatus.TIME_LIMIT,
-                                          f"max_wall_time_s ({self.p.max_wall_time_s}) reached")
-            await self.control.halt()
-            try:
-                await asyncio.wait_for(client.disconnect(), 30)
-            except Exception as error:
-                log.warning("disconnecting Claude Code: %s", error)
-        return self._result()
+        self._client = ClaudeSDKClient(self.options(bridge, scratch))
+        return await self.drive(self._session(user_message), (ClaudeSDKError, CliError, OSError),
+                                "the Claude Code CLI failed")
 
-    async def _converse(self, client: Any, message: str) -> tuple[PlannerStatus, str]:
-        nudges_left = self.p.end_turn_nudges
+    async def wind_down(self) -> None:
+        try:
+            await asyncio.wait_for(self._client.disconnect(), 30)
+        except Exception as error:
+            log.warning("disconnecting Claude Code: %s", error)
+
+    async def _session(self, message: str) -> tuple[PlannerStatus, str]:
+        await _connect(self._client)
         while True:
             self.transcript.append({"role": "user", "content": message})
-            await client.query(message)
-            result = await self._read_turn(client)
+            await self._client.query(message)
+            result = await self._read_turn(self._client)
             if result.subtype == "error_max_turns":
                 return PlannerStatus.TURN_LIMIT, f"max_turns ({self.max_turns}) reached without a finish"
             if result.is_error:
                 self.error = "; ".join(result.errors or []) or str(result.result)
                 return PlannerStatus.ERROR, f"Claude Code reported an error ({result.subtype}; e.g. the model service failed)"
-            pending = self.inbox.take_messages() if self.inbox is not None else []
-            if pending:
-                message = operator_note(pending)
-            elif nudges_left > 0:
-                nudges_left -= 1
-                message = NUDGE_TEXT
-            else:
-                return PlannerStatus.MODEL_ENDED, "the model ended its turn without finishing"
+            follow_up = self.follow_up()
+            if follow_up is None:
+                return MODEL_ENDED
+            message = follow_up
 
     async def _read_turn(self, client: Any) -> Any:
         from claude_agent_sdk import AssistantMessage, ResultMessage, SystemMessage, UserMessage
@@ -336,16 +288,6 @@ class _Run:
                 content = block.content if isinstance(block.content, str) else _summarise(block.content)
                 self.transcript.append({"role": "tool", "tool_use_id": block.tool_use_id, "content": content,
                                         "is_error": bool(block.is_error)})
-
-    def _result(self) -> PlannerResult:
-        finish = self.toolkit.finish_result
-        status, reason = self.control.status, self.control.reason
-        if finish is not None and status is not PlannerStatus.ABORTED:
-            status, reason = PlannerStatus.FINISHED, "finish accepted"
-        return PlannerResult(
-            status=status, stop_reason=reason, finish_result=dict(finish) if finish is not None else None,
-            turns=self.turns, usage=self.usage, transcript=self.transcript, error=self.error,
-        )
 
 
 async def _connect(client: Any) -> None:

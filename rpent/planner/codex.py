@@ -17,29 +17,13 @@ import logging
 import os
 import queue
 import shutil
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any
 
-from rpent.planner.base import (
-    AsyncPlanner,
-    OperatorInbox,
-    OperatorInput,
-    PlannerResult,
-    PlannerStatus,
-    TokenUsage,
-    check_positive,
-)
-from rpent.planner.cli_common import (
-    NUDGE_TEXT,
-    RunBridge,
-    RunControl,
-    find_executable,
-    operator_note,
-    read_roots,
-    terminate_group,
-)
+from rpent.planner.base import AsyncPlanner, OperatorInput, PlannerResult, PlannerStatus, TokenUsage, check_positive
+from rpent.planner.cli_common import RunBridge, find_executable, terminate_group
+from rpent.planner.cli_run import MODEL_ENDED, CliRun
 from rpent.settings import missing_key_message
 from rpent.tools.toolkit import Toolkit
 
@@ -172,39 +156,25 @@ class CodexPlanner(AsyncPlanner):
                      input_queue: queue.Queue[OperatorInput] | None) -> PlannerResult:
         run = _Run(self, toolkit, system_prompt, max_turns)
         self.transcript = run.transcript
-        inbox = OperatorInbox(input_queue, on_abort=lambda reason: run.control.request_stop(
-            PlannerStatus.ABORTED, f"operator abort: {reason}"))
-        run.inbox = inbox
-        with tempfile.TemporaryDirectory(prefix="rpent-codex-") as scratch:
-            bridge = RunBridge(toolkit, name=self.server_name, inline_images=self.inline_images,
-                               take_messages=inbox.take_messages, on_call_done=run.call_done,
-                               admit=run.admit, on_record=run.transcript.append)
-            run.control.bridge = bridge
-            inbox.start()
-            try:
-                with bridge:
-                    run.write_home(Path(scratch), bridge.url)
-                    return await run.run(user_message)
-            finally:
-                await asyncio.to_thread(inbox.stop)
+
+        async def body(bridge: RunBridge, scratch: Path) -> PlannerResult:
+            run.write_home(scratch, bridge.url)
+            return await run.run(user_message)
+
+        return await run.serve(input_queue, "rpent-codex-", body)
 
 
-class _Run:
-    """One solve() call: the codex processes, the event stream, the transcript, the stop signals."""
+class _Run(CliRun):
+    """One solve() call: the codex processes and their event stream, on top of the shared run state."""
+
+    label = "codex"
+    p: CodexPlanner
 
     def __init__(self, planner: CodexPlanner, toolkit: Toolkit, system_prompt: str, max_turns: int) -> None:
-        self.p = planner
-        self.toolkit = toolkit
-        self.system_prompt = system_prompt
-        self.max_turns = max_turns
-        self.control = RunControl(toolkit, planner.max_wall_time_s)
-        self.inbox: OperatorInbox | None = None
-        self.transcript: list[dict[str, Any]] = [{"role": "system", "content": system_prompt}]
+        super().__init__(planner, toolkit, system_prompt, max_turns)
         self.usage = TokenUsage()
         self.turns = 0
         self.thread_id: str | None = None
-        self.error: str | None = None
-        self.roots = read_roots(toolkit)
         self.home: Path | None = None
         self.workdir: Path | None = None
         # Codex announces each MCP call on its event stream before sending it; the bridge waits
@@ -252,36 +222,16 @@ class _Run:
             return reason
         return None
 
-    def call_done(self, name: str) -> None:
-        if self.toolkit.finish_result is not None:
-            self.control.request_stop(PlannerStatus.FINISHED, "finish accepted")
-
     # -- main loop --------------------------------------------------------------------------------
     async def run(self, user_message: str) -> PlannerResult:
-        try:
-            ok, outcome = await self.control.race(self._converse(user_message))
-            if ok and outcome is not None:
-                self.control.request_stop(*outcome)
-        except OSError as error:
-            log.error("starting codex failed: %s", error)
-            self.error = f"{type(error).__name__}: {error}"
-            self.control.request_stop(PlannerStatus.ERROR, "the Codex CLI could not be started")
-        except Exception as error:  # a planner bug must not lose the run's transcript
-            log.exception("codex planner failed")
-            self.error = f"{type(error).__name__}: {error}"
-            self.control.request_stop(PlannerStatus.ERROR, "internal planner error")
-        finally:
-            if self.control.status is None:
-                self.control.request_stop(PlannerStatus.TIME_LIMIT,
-                                          f"max_wall_time_s ({self.p.max_wall_time_s}) reached")
-            await self.control.halt()
-            if self.home is not None:
-                # turn.completed (the event stream's usage) never comes when we stop a turn early.
-                self.usage = _usage_from_sessions(self.home) or self.usage
-        return self._result()
+        return await self.drive(self._converse(user_message), (OSError,), "the Codex CLI could not be started")
+
+    async def wind_down(self) -> None:
+        if self.home is not None:
+            # turn.completed (the event stream's usage) never comes when we stop a turn early.
+            self.usage = _usage_from_sessions(self.home) or self.usage
 
     async def _converse(self, message: str) -> tuple[PlannerStatus, str]:
-        nudges_left = self.p.end_turn_nudges
         while True:
             self.transcript.append({"role": "user", "content": message})
             code, stderr = await self._exec(message)
@@ -292,14 +242,10 @@ class _Run:
             if code != 0 or self.error is not None:
                 self.error = self.error or stderr.strip()[-2000:] or f"codex exited with status {code}"
                 return PlannerStatus.ERROR, f"codex exec failed (exit status {code})"
-            pending = self.inbox.take_messages() if self.inbox is not None else []
-            if pending:
-                message = operator_note(pending)
-            elif nudges_left > 0:
-                nudges_left -= 1
-                message = NUDGE_TEXT
-            else:
-                return PlannerStatus.MODEL_ENDED, "the model ended its turn without finishing"
+            follow_up = self.follow_up()
+            if follow_up is None:
+                return MODEL_ENDED
+            message = follow_up
             if self.thread_id is None:
                 return PlannerStatus.ERROR, "codex reported no thread id, so the session cannot be resumed"
 
@@ -382,17 +328,6 @@ class _Run:
             last["content"].append(block)
         else:
             self.transcript.append({"role": "assistant", "turn": self.turns, "content": [block]})
-
-    def _result(self) -> PlannerResult:
-        finish = self.toolkit.finish_result
-        status, reason = self.control.status, self.control.reason
-        if finish is not None and status is not PlannerStatus.ABORTED:
-            status, reason = PlannerStatus.FINISHED, "finish accepted"
-        return PlannerResult(
-            status=status, stop_reason=reason, finish_result=dict(finish) if finish is not None else None,
-            turns=self.turns,
-            usage=self.usage, transcript=self.transcript, error=self.error,
-        )
 
 
 def _usage_from_sessions(home: Path) -> TokenUsage | None:
