@@ -36,6 +36,9 @@ RPC = ["starlette>=0.46", "uvicorn==0.54.0", "orjson==3.13.0", "pybase64==1.5.1"
 # it here would make pip downgrade NumPy and OpenCV for every extra. These are what it needs at run
 # time; websockets 17 is pinned for `connect(..., legacy=True)`, which keeps its connection API.
 OPENPI = ["websockets==17.4", "msgpack==1.2.4", "pillow>=10", "typing-extensions>=4.6"]
+# `rpent eval`: episodes run as Ray tasks (the core package: no dashboard, no metrics agent to bind
+# ports) and the sweep's success plot is drawn with matplotlib's Agg backend (no display needed).
+EVAL = ["ray==2.60.0", "matplotlib==3.11.2"]
 PLANNERS = ["anthropic==2.10.0", "mcp==2.3.0", "claude-agent-sdk==0.2.184", "httpx>=0.28"]
 DASHBOARD = ["starlette>=0.46", "uvicorn==0.54.0"]
 # playwright drives Debian's Chromium (apt, installed by scripts/setup.sh); never `playwright install`.
@@ -66,7 +69,8 @@ setup(
         "dashboard": DASHBOARD,
         "realsense": REALSENSE,
         "openpi": OPENPI,
-        "dev": sorted(set(DEV + SIM + LIBERO + RPC + PLANNERS + DASHBOARD + REALSENSE + OPENPI)),
+        "eval": EVAL,
+        "dev": sorted(set(DEV + SIM + LIBERO + RPC + PLANNERS + DASHBOARD + REALSENSE + OPENPI + EVAL)),
     },
     entry_points={"console_scripts": ["rpent = rpent.cli.main:main"]},
 )

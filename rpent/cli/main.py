@@ -27,6 +27,7 @@ RPent: let a language model operate a robot through typed, safe, cancellable too
   rpent run --robot NAME --help         the robot's own flags
   rpent serve-mcp --robot toy [--http --port 8765]   serve a robot's tools over MCP
   rpent calibrate --robot franka --sim --camera front --auto 12 --write   hand-eye calibration of a camera
+  rpent eval --robot toy --recipe robots/toy/recipes/red_block_in_bin.jsonl --repeats 4 --out runs/eval   a sweep on Ray
 """
 
 
@@ -65,6 +66,9 @@ def build_parser(robot_spec=None) -> argparse.ArgumentParser:
     from rpent.mcp.cli import add_serve_mcp_parser  # the parser only; the MCP SDK loads when serving
 
     add_serve_mcp_parser(commands, robot_spec)
+    from rpent.eval.command import add_eval_parser  # the flags only; Ray loads when a sweep runs
+
+    add_eval_parser(commands)
     return parser
 
 
@@ -103,6 +107,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         from rpent.mcp.cli import serve_mcp
 
         return serve_mcp(args)
+
+    if args.command == "eval":
+        from rpent.eval.command import eval_command
+
+        setup_console(quiet=False, json_logs=False)
+        return eval_command(args)
 
     if args.command == "calibrate":
         assert spec is not None

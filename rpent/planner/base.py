@@ -6,11 +6,13 @@ the toolkit, and stops when `toolkit.finish_result` is set or a limit is reached
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import enum
 import importlib
 import logging
 import queue
+import re
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -256,6 +258,16 @@ def check_positive(field: str, value: float | None, *, optional: bool = True) ->
 
 # -- registry ----------------------------------------------------------------------------------
 
+PLUGIN_NAME = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
+
+
+def planner_arg(value: str) -> str:
+    """argparse type of --planner: a registry name or a plugin's package.module:Class (imported later)."""
+    if value in PLANNERS or PLUGIN_NAME.fullmatch(value):
+        return value
+    raise argparse.ArgumentTypeError(f"must be one of {', '.join(sorted(PLANNERS))} or package.module:Class, got {value!r}")
+
+
 # Imported lazily: each planner pulls in its own SDK (anthropic, claude-agent-sdk, codex, ...).
 PLANNERS: dict[str, str] = {
     "api": "rpent.planner.api:ApiPlanner",
@@ -266,7 +278,12 @@ PLANNERS: dict[str, str] = {
 
 
 def build_planner(name: str, **options: Any) -> Planner:
-    """Create a planner by registry name ("api", "claude_code", "codex", "replay") or "module:Class"."""
+    """Create a planner by registry name ("api", "claude_code", "codex", "replay") or as a plugin.
+
+    A plugin is named "package.module:Class": the module is imported and Class, a Planner subclass,
+    is called with `options` (the model flags, and a sweep's `planner_options` under `rpent eval`).
+    `rpent run --planner package.module:Class` and `rpent eval --planner ...` take the same names.
+    """
     target = PLANNERS.get(name, name if ":" in name else None)
     if target is None:
         raise ValueError(f"planner: unknown planner {name!r} (known: {', '.join(sorted(PLANNERS))}, "

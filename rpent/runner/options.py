@@ -61,8 +61,11 @@ def run_option_parser(robot_spec: RobotSpec | None = None) -> argparse.ArgumentP
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--robot", required=True, help="robot name (see `rpent robots`)")
-    parser.add_argument("--planner", choices=PLANNER_NAMES, default="replay",
-                        help="who plans: the Anthropic API, Claude Code, Codex, or a recipe replay (default replay)")
+    from rpent.planner.base import planner_arg  # registry names, or a plugin's package.module:Class
+
+    parser.add_argument("--planner", type=planner_arg, default="replay",
+                        help="who plans: api (the Anthropic API), claude_code, codex, replay (a recipe; default), "
+                        "or a plugin named package.module:Class")
     parser.add_argument("--task", help="the task in words (default: the robot's default task)")
     parser.add_argument("--max-turns", type=int, default=60, help="model turns (replay: steps) before giving up (default 60)")
     parser.add_argument("--output-dir", help="where the run's record goes: a new or empty directory (default runs/<robot>-<time>)")

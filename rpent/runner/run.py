@@ -59,6 +59,7 @@ def planner_options(args: argparse.Namespace) -> dict[str, Any]:
         value = getattr(args, flag, None)
         if value is not None:
             options[option] = value
+    options.update(getattr(args, "planner_options", None) or {})  # a plugin's own options (rpent eval)
     return options
 
 
