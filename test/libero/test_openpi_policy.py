@@ -20,7 +20,7 @@ from openpi_server import CLOSE, CUT_MID_MESSAGE, SILENCE, ScriptedPolicyServer,
 
 from robots.libero.arm import LiberoRobot
 from robots.libero.openpi_options import OpenpiOptions, add_openpi_args, openpi_options
-from robots.libero.openpi_policy import OpenpiLiberoPolicy, libero_state, policy_image
+from robots.libero.openpi_policy import libero_state, policy_image
 from robots.libero.toolkit import LiberoToolkit
 from robots.libero.vla import connect_policy
 from rpent.robot import ConfigError
@@ -149,7 +149,9 @@ def test_connecting_to_a_listener_that_never_answers_gives_up_at_the_connect_tim
         port = listener.getsockname()[1]
         client = OpenpiPolicyClient(parse_vla_endpoint(f"ws://127.0.0.1:{port}"), connect_timeout_s=0.5)
         start = time.monotonic()
-        with pytest.raises(RpcTimeout, match=r"connect at ws://127.0.0.1:\d+: no metadata after connecting within 0.5 s"):
+        with pytest.raises(
+            RpcTimeout, match=r"connect at ws://127.0.0.1:\d+: no metadata after connecting within 0\.5 s"
+        ):
             client.connect()
         assert time.monotonic() - start < 5
 
@@ -158,7 +160,7 @@ def test_a_server_that_never_replies_times_out_at_the_infer_timeout():
     with ScriptedPolicyServer(lambda obs, i: SILENCE) as server:
         client = OpenpiPolicyClient(parse_vla_endpoint(server.endpoint), infer_timeout_s=0.5)
         start = time.monotonic()
-        with pytest.raises(RpcTimeout, match="no reply within 0.5 s"):
+        with pytest.raises(RpcTimeout, match=r"no reply within 0\.5 s"):
             client.infer({"x": np.zeros(2)})
         assert time.monotonic() - start < 5
         client.close()
@@ -200,7 +202,10 @@ def test_run_vla_without_images_is_refused_before_the_arm_moves(tmp_path):
         ({"actions": np.zeros((10, 6))}, "LIBERO actions have 7 components, got shape (10, 6)"),
         ({"actions": np.zeros((2, 7))}, "the chunk has 2 actions, fewer than --openpi-replan-steps 5"),
         ({"actions": np.full((10, 7), np.nan)}, "holds NaN or inf"),
-        ("Traceback (most recent call last):\nValueError: bad prompt", "remote PolicyServerError: ValueError: bad prompt"),
+        (
+            "Traceback (most recent call last):\nValueError: bad prompt",
+            "remote PolicyServerError: ValueError: bad prompt",
+        ),
         (CUT_MID_MESSAGE, "the connection was cut without a websocket close"),
     ],
 )
