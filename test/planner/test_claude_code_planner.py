@@ -4,19 +4,21 @@ through the planner's MCP bridge, against the scripted model server."""
 from __future__ import annotations
 
 import json
-import queue
-import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_cli_cases import (
+    abort_mid_motion,
+    nudged_once_then_ended,
+    operator_message_after_turn_end,
+    operator_message_in_next_tool_result,
+    wall_time_stops_a_long_motion,
+)
 from fakes import Failure, FakeModelServer, Reply, Text, ToolUse
 
-from robots.toy.runtime import ToyWorld
 from robots.toy.toolkit import ToyToolkit
-from rpent.memory import MemoryManager
-from rpent.planner.base import AbortRequest, OperatorMessage, PlannerResult, PlannerStatus, build_planner
-from rpent.planner.cli_common import NUDGE_TEXT
+from rpent.planner.base import PlannerResult, PlannerStatus, build_planner
 
 
 def _claude_cli() -> Path | None:
@@ -35,32 +37,6 @@ pytestmark = [
 ]
 
 ROBOT_TOOLS = {"move_to", "grasp", "release", "get_state", "capture_image", "finish"}
-
-
-class WatchedWorld(ToyWorld):
-    """The toy world, telling the test when a motion has started."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.moving = threading.Event()
-
-    def move_to(self, target: Any, *, should_stop: Any, on_step: Any) -> bool:
-        def step() -> None:
-            self.moving.set()
-            on_step()
-        return super().move_to(target, should_stop=should_stop, on_step=step)
-
-
-def make_toolkit(tmp_path: Path, speed_m_s: float = 0.5) -> ToyToolkit:
-    return ToyToolkit(robot=WatchedWorld(speed_m_s=speed_m_s), output_dir=tmp_path / "run",
-                      memory=MemoryManager(tmp_path / "memory"))
-
-
-@pytest.fixture
-def toolkit(tmp_path: Path) -> Any:
-    kit = make_toolkit(tmp_path)
-    yield kit
-    kit.close()
 
 
 def solve(server: FakeModelServer, toolkit: ToyToolkit, *, max_turns: int = 10, input_queue: Any = None,
@@ -216,91 +192,29 @@ def test_tool_errors_reach_the_model_and_the_run_goes_on(model_server: FakeModel
 
 def test_abort_mid_motion_stops_the_arm_and_ends_the_run_aborted(model_server: FakeModelServer,
                                                                  tmp_path: Path) -> None:
-    toolkit = make_toolkit(tmp_path, speed_m_s=0.01)  # 0.3 m takes 30 s
-    inputs: queue.Queue[Any] = queue.Queue()
-    model_server.script(Reply([robot("move_to", x_m=0.0, y_m=0.3, z_m=0.2)]))
-    model_server.when_exhausted = Reply([Text("Stopped.")])
-    outcome: list[PlannerResult] = []
-    runner = threading.Thread(target=lambda: outcome.append(solve(model_server, toolkit, input_queue=inputs)))
-    try:
-        runner.start()
-        assert toolkit.robot.moving.wait(120), "the motion never started"
-        inputs.put(AbortRequest("operator pressed stop"))
-        runner.join(60)
-        assert not runner.is_alive(), "the planner did not return after the abort"
-        (result,) = outcome
-        assert result.status is PlannerStatus.ABORTED and "operator pressed stop" in result.stop_reason
-        assert toolkit.robot.stops == 1 and toolkit.robot.gripper_xyz[0] > 0.2  # stopped early, far from x=0
-        position = list(toolkit.robot.gripper_xyz)
-        assert toolkit.execute_tool("get_state", {}).data["gripper_xyz_m"] == [round(v, 4) for v in position]
-        assert result.finish_result is None
-    finally:
-        inputs.put(AbortRequest("test cleanup"))
-        runner.join(60)
-        toolkit.close()
+    abort_mid_motion(model_server, tmp_path, solve, robot)
+
+
+def _last_tool_text(body: dict[str, Any]) -> str:
+    (result,) = tool_results(body)
+    return result_text(result)
 
 
 def test_operator_message_arrives_with_the_next_tool_result(model_server: FakeModelServer,
                                                             toolkit: ToyToolkit) -> None:
-    inputs: queue.Queue[Any] = queue.Queue()
-    seen: dict[str, Any] = {}
-
-    def first(body: dict[str, Any]) -> Reply:
-        inputs.put(OperatorMessage("use the blue block instead"))
-        inputs.join()  # the planner's inbox holds it now
-        return Reply([robot("get_state")])
-
-    def after_state(body: dict[str, Any]) -> Reply:
-        (result,) = tool_results(body)
-        seen["text"] = result_text(result)
-        return Reply([robot("finish", status="failure", summary="Told to switch blocks.")])
-
-    model_server.script(first, after_state)
-    model_server.when_exhausted = Reply([Text("Done.")])
-    result = solve(model_server, toolkit, input_queue=inputs)
-
-    assert result.status is PlannerStatus.FINISHED
-    assert "Message from the operator: use the blue block instead" in seen["text"]
+    result = operator_message_in_next_tool_result(model_server, toolkit, solve, robot, _last_tool_text)
     assert [e.get("operator_messages") for e in result.transcript if e.get("name") == "get_state"] == [
         ["use the blue block instead"]]
 
 
 def test_operator_message_after_the_model_ends_its_turn_starts_a_new_turn(model_server: FakeModelServer,
                                                                           toolkit: ToyToolkit) -> None:
-    inputs: queue.Queue[Any] = queue.Queue()
-    seen: dict[str, Any] = {}
-
-    def ends_turn(body: dict[str, Any]) -> Reply:
-        inputs.put(OperatorMessage("please finish now"))
-        inputs.join()
-        return Reply([Text("I will wait.")])
-
-    def told(body: dict[str, Any]) -> Reply:
-        seen["last"] = json.dumps(body["messages"][-1])
-        return Reply([robot("finish", status="failure", summary="Finished on request.")])
-
-    model_server.script(ends_turn, told)
-    model_server.when_exhausted = Reply([Text("Done.")])
-    result = solve(model_server, toolkit, input_queue=inputs)
-
-    assert result.status is PlannerStatus.FINISHED
-    assert "Message from the operator: please finish now" in seen["last"]
+    operator_message_after_turn_end(model_server, toolkit, solve, robot, lambda body: json.dumps(body["messages"][-1]))
 
 
 def test_model_that_stops_without_finishing_is_nudged_once_then_the_run_ends(model_server: FakeModelServer,
                                                                              toolkit: ToyToolkit) -> None:
-    seen: dict[str, Any] = {}
-
-    def second(body: dict[str, Any]) -> Reply:
-        seen["last"] = json.dumps(body["messages"][-1])
-        return Reply([Text("Still nothing to do.")])
-
-    model_server.script(Reply([Text("Nothing to do.")]), second)
-    result = solve(model_server, toolkit)
-
-    assert result.status is PlannerStatus.MODEL_ENDED and result.finish_result is None
-    assert NUDGE_TEXT in seen["last"]
-    assert len(model_server.model_requests) == 2
+    nudged_once_then_ended(model_server, toolkit, solve, lambda body: json.dumps(body["messages"][-1]))
 
 
 def test_max_turns_ends_the_run_with_turn_limit(model_server: FakeModelServer, toolkit: ToyToolkit) -> None:
@@ -314,17 +228,7 @@ def test_max_turns_ends_the_run_with_turn_limit(model_server: FakeModelServer, t
 
 
 def test_wall_time_budget_stops_a_long_motion(model_server: FakeModelServer, tmp_path: Path) -> None:
-    toolkit = make_toolkit(tmp_path, speed_m_s=0.005)  # 0.3 m takes 60 s
-    model_server.script(Reply([robot("move_to", x_m=0.0, y_m=0.3, z_m=0.2)]))
-    model_server.when_exhausted = Reply([Text("Stopped.")])
-    try:
-        result = solve(model_server, toolkit, max_wall_time_s=20)
-        assert result.status is PlannerStatus.TIME_LIMIT and "max_wall_time_s" in result.stop_reason
-        # Whether or not the CLI got to start the motion in time, the arm is not moving any more.
-        assert toolkit.robot.stops == 1 or not toolkit.robot.moving.is_set()
-        assert toolkit.robot.gripper_xyz[0] > 0.0
-    finally:
-        toolkit.close()
+    wall_time_stops_a_long_motion(model_server, tmp_path, solve, robot)
 
 
 def test_bad_options_are_refused_naming_the_option() -> None:

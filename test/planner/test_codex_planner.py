@@ -4,19 +4,21 @@ bridge, against the scripted model server (OpenAI Responses API)."""
 from __future__ import annotations
 
 import json
-import queue
-import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_cli_cases import (
+    abort_mid_motion,
+    nudged_once_then_ended,
+    operator_message_after_turn_end,
+    operator_message_in_next_tool_result,
+    wall_time_stops_a_long_motion,
+)
 from fakes import Failure, FakeModelServer, Reply, Text, ToolUse
 
-from robots.toy.runtime import ToyWorld
 from robots.toy.toolkit import ToyToolkit
-from rpent.memory import MemoryManager
-from rpent.planner.base import AbortRequest, OperatorMessage, PlannerResult, PlannerStatus, build_planner
-from rpent.planner.cli_common import NUDGE_TEXT
+from rpent.planner.base import PlannerResult, PlannerStatus, build_planner
 from rpent.planner.codex import find_codex
 
 pytestmark = [
@@ -25,32 +27,6 @@ pytestmark = [
     pytest.mark.skipif(find_codex() is None, reason="no Codex CLI: run `npm ci` in the repository "
                        "(node_modules/.bin/codex), set RPENT_CODEX_BIN, or put `codex` on PATH"),
 ]
-
-
-class WatchedWorld(ToyWorld):
-    """The toy world, telling the test when a motion has started."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.moving = threading.Event()
-
-    def move_to(self, target: Any, *, should_stop: Any, on_step: Any) -> bool:
-        def step() -> None:
-            self.moving.set()
-            on_step()
-        return super().move_to(target, should_stop=should_stop, on_step=step)
-
-
-def make_toolkit(tmp_path: Path, speed_m_s: float = 0.5) -> ToyToolkit:
-    return ToyToolkit(robot=WatchedWorld(speed_m_s=speed_m_s), output_dir=tmp_path / "run",
-                      memory=MemoryManager(tmp_path / "memory"))
-
-
-@pytest.fixture
-def toolkit(tmp_path: Path) -> Any:
-    kit = make_toolkit(tmp_path)
-    yield kit
-    kit.close()
 
 
 def solve(server: FakeModelServer, toolkit: ToyToolkit, *, max_turns: int = 10, input_queue: Any = None,
@@ -178,87 +154,25 @@ def test_tool_errors_reach_the_model_and_the_run_goes_on(model_server: FakeModel
 
 def test_abort_mid_motion_stops_the_arm_and_ends_the_run_aborted(model_server: FakeModelServer,
                                                                  tmp_path: Path) -> None:
-    toolkit = make_toolkit(tmp_path, speed_m_s=0.01)  # 0.3 m takes 30 s
-    inputs: queue.Queue[Any] = queue.Queue()
-    model_server.script(Reply([robot("move_to", x_m=0.0, y_m=0.3, z_m=0.2)]))
-    model_server.when_exhausted = Reply([Text("Stopped.")])
-    outcome: list[PlannerResult] = []
-    runner = threading.Thread(target=lambda: outcome.append(solve(model_server, toolkit, input_queue=inputs)))
-    try:
-        runner.start()
-        assert toolkit.robot.moving.wait(120), "the motion never started"
-        inputs.put(AbortRequest("operator pressed stop"))
-        runner.join(60)
-        assert not runner.is_alive(), "the planner did not return after the abort"
-        (result,) = outcome
-        assert result.status is PlannerStatus.ABORTED and "operator pressed stop" in result.stop_reason
-        assert toolkit.robot.stops == 1 and toolkit.robot.gripper_xyz[0] > 0.2  # stopped early, far from x=0
-        assert result.finish_result is None
-    finally:
-        inputs.put(AbortRequest("test cleanup"))
-        runner.join(60)
-        toolkit.close()
+    abort_mid_motion(model_server, tmp_path, solve, robot)
 
 
 def test_operator_message_arrives_with_the_next_tool_result(model_server: FakeModelServer,
                                                             toolkit: ToyToolkit) -> None:
-    inputs: queue.Queue[Any] = queue.Queue()
-    seen: dict[str, Any] = {}
-
-    def first(body: dict[str, Any]) -> Reply:
-        inputs.put(OperatorMessage("use the blue block instead"))
-        inputs.join()  # the planner's inbox holds it now
-        return Reply([robot("get_state")])
-
-    def after_state(body: dict[str, Any]) -> Reply:
-        seen["text"] = output_text(outputs(body)[-1])
-        return Reply([robot("finish", status="failure", summary="Told to switch blocks.")])
-
-    model_server.script(first, after_state)
-    model_server.when_exhausted = Reply([Text("Done.")])
-    result = solve(model_server, toolkit, input_queue=inputs)
-
-    assert result.status is PlannerStatus.FINISHED
-    assert "Message from the operator: use the blue block instead" in seen["text"]
+    operator_message_in_next_tool_result(model_server, toolkit, solve, robot,
+                                         lambda body: output_text(outputs(body)[-1]))
 
 
 def test_operator_message_after_codex_ends_its_turn_is_sent_by_exec_resume(model_server: FakeModelServer,
                                                                           toolkit: ToyToolkit) -> None:
-    inputs: queue.Queue[Any] = queue.Queue()
-    seen: dict[str, Any] = {}
-
-    def ends_turn(body: dict[str, Any]) -> Reply:
-        inputs.put(OperatorMessage("please finish now"))
-        inputs.join()
-        return Reply([Text("I will wait.")])
-
-    def told(body: dict[str, Any]) -> Reply:
-        seen["input"] = json.dumps(body["input"])
-        return Reply([robot("finish", status="failure", summary="Finished on request.")])
-
-    model_server.script(ends_turn, told)
-    model_server.when_exhausted = Reply([Text("Done.")])
-    result = solve(model_server, toolkit, input_queue=inputs)
-
-    assert result.status is PlannerStatus.FINISHED
+    seen = operator_message_after_turn_end(model_server, toolkit, solve, robot, lambda body: json.dumps(body["input"]))
     # The resumed session still holds the first exchange, then the operator's message.
-    assert "I will wait." in seen["input"] and "Message from the operator: please finish now" in seen["input"]
+    assert "I will wait." in seen
 
 
 def test_model_that_stops_without_finishing_is_nudged_once_then_the_run_ends(model_server: FakeModelServer,
                                                                              toolkit: ToyToolkit) -> None:
-    seen: dict[str, Any] = {}
-
-    def second(body: dict[str, Any]) -> Reply:
-        seen["input"] = json.dumps(body["input"][-1])
-        return Reply([Text("Still nothing to do.")])
-
-    model_server.script(Reply([Text("Nothing to do.")]), second)
-    result = solve(model_server, toolkit)
-
-    assert result.status is PlannerStatus.MODEL_ENDED and result.finish_result is None
-    assert NUDGE_TEXT in seen["input"]
-    assert len(model_server.model_requests) == 2
+    nudged_once_then_ended(model_server, toolkit, solve, lambda body: json.dumps(body["input"][-1]))
 
 
 def test_max_turns_refuses_the_calls_of_the_turn_beyond_the_limit(model_server: FakeModelServer,
@@ -275,16 +189,7 @@ def test_max_turns_refuses_the_calls_of_the_turn_beyond_the_limit(model_server: 
 
 
 def test_wall_time_budget_stops_a_long_motion(model_server: FakeModelServer, tmp_path: Path) -> None:
-    toolkit = make_toolkit(tmp_path, speed_m_s=0.005)  # 0.3 m takes 60 s
-    model_server.script(Reply([robot("move_to", x_m=0.0, y_m=0.3, z_m=0.2)]))
-    model_server.when_exhausted = Reply([Text("Stopped.")])
-    try:
-        result = solve(model_server, toolkit, max_wall_time_s=20)
-        assert result.status is PlannerStatus.TIME_LIMIT and "max_wall_time_s" in result.stop_reason
-        assert toolkit.robot.stops == 1 or not toolkit.robot.moving.is_set()
-        assert toolkit.robot.gripper_xyz[0] > 0.0
-    finally:
-        toolkit.close()
+    wall_time_stops_a_long_motion(model_server, tmp_path, solve, robot)
 
 
 def test_config_sandboxes_codex_to_the_run_directories(tmp_path: Path) -> None:

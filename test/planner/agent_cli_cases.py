@@ -1,0 +1,148 @@
+"""What the claude_code and codex planner tests share: the watched toy robot and the scenarios whose
+story is the same for both CLIs. Each test file passes its own `solve` and `robot` (the CLIs name the
+robot's tools differently) and a reader for its wire format."""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from fakes import FakeModelServer, Reply, Text
+
+from robots.toy.runtime import ToyWorld
+from robots.toy.toolkit import ToyToolkit
+from rpent.memory import MemoryManager
+from rpent.planner.base import AbortRequest, OperatorMessage, PlannerResult, PlannerStatus
+from rpent.planner.cli_common import NUDGE_TEXT
+
+Solve = Callable[..., PlannerResult]
+Robot = Callable[..., Any]
+#: The request body -> the text the model was shown last (a tool result, or the user turn).
+LastText = Callable[[dict[str, Any]], str]
+
+
+class WatchedWorld(ToyWorld):
+    """The toy world, telling the test when a motion has started."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.moving = threading.Event()
+
+    def move_to(self, target: Any, *, should_stop: Any, on_step: Any) -> bool:
+        def step() -> None:
+            self.moving.set()
+            on_step()
+        return super().move_to(target, should_stop=should_stop, on_step=step)
+
+
+def make_toolkit(tmp_path: Path, speed_m_s: float = 0.5) -> ToyToolkit:
+    return ToyToolkit(robot=WatchedWorld(speed_m_s=speed_m_s), output_dir=tmp_path / "run",
+                      memory=MemoryManager(tmp_path / "memory"))
+
+
+def abort_mid_motion(model_server: FakeModelServer, tmp_path: Path, solve: Solve, robot: Robot) -> None:
+    """An operator abort during a 30 s motion stops the arm early and ends the run aborted."""
+    toolkit = make_toolkit(tmp_path, speed_m_s=0.01)  # 0.3 m takes 30 s
+    inputs: queue.Queue[Any] = queue.Queue()
+    model_server.script(Reply([robot("move_to", x_m=0.0, y_m=0.3, z_m=0.2)]))
+    model_server.when_exhausted = Reply([Text("Stopped.")])
+    outcome: list[PlannerResult] = []
+    runner = threading.Thread(target=lambda: outcome.append(solve(model_server, toolkit, input_queue=inputs)))
+    try:
+        runner.start()
+        assert toolkit.robot.moving.wait(120), "the motion never started"
+        inputs.put(AbortRequest("operator pressed stop"))
+        runner.join(60)
+        assert not runner.is_alive(), "the planner did not return after the abort"
+        (result,) = outcome
+        assert result.status is PlannerStatus.ABORTED and "operator pressed stop" in result.stop_reason
+        assert toolkit.robot.stops == 1 and toolkit.robot.gripper_xyz[0] > 0.2  # stopped early, far from x=0
+        position = list(toolkit.robot.gripper_xyz)
+        assert toolkit.execute_tool("get_state", {}).data["gripper_xyz_m"] == [round(v, 4) for v in position]
+        assert result.finish_result is None
+    finally:
+        inputs.put(AbortRequest("test cleanup"))
+        runner.join(60)
+        toolkit.close()
+
+
+def operator_message_in_next_tool_result(model_server: FakeModelServer, toolkit: ToyToolkit, solve: Solve,
+                                         robot: Robot, last_tool_text: LastText) -> PlannerResult:
+    """A message sent while the model thinks reaches it inside the next tool result."""
+    inputs: queue.Queue[Any] = queue.Queue()
+    seen: dict[str, Any] = {}
+
+    def first(body: dict[str, Any]) -> Reply:
+        inputs.put(OperatorMessage("use the blue block instead"))
+        inputs.join()  # the planner's inbox holds it now
+        return Reply([robot("get_state")])
+
+    def after_state(body: dict[str, Any]) -> Reply:
+        seen["text"] = last_tool_text(body)
+        return Reply([robot("finish", status="failure", summary="Told to switch blocks.")])
+
+    model_server.script(first, after_state)
+    model_server.when_exhausted = Reply([Text("Done.")])
+    result = solve(model_server, toolkit, input_queue=inputs)
+
+    assert result.status is PlannerStatus.FINISHED
+    assert "Message from the operator: use the blue block instead" in seen["text"]
+    return result
+
+
+def operator_message_after_turn_end(model_server: FakeModelServer, toolkit: ToyToolkit, solve: Solve,
+                                    robot: Robot, last_input: LastText) -> str:
+    """A message that arrives after the model ended its turn is sent as a new turn; returns what it saw."""
+    inputs: queue.Queue[Any] = queue.Queue()
+    seen: dict[str, Any] = {}
+
+    def ends_turn(body: dict[str, Any]) -> Reply:
+        inputs.put(OperatorMessage("please finish now"))
+        inputs.join()
+        return Reply([Text("I will wait.")])
+
+    def told(body: dict[str, Any]) -> Reply:
+        seen["input"] = last_input(body)
+        return Reply([robot("finish", status="failure", summary="Finished on request.")])
+
+    model_server.script(ends_turn, told)
+    model_server.when_exhausted = Reply([Text("Done.")])
+    result = solve(model_server, toolkit, input_queue=inputs)
+
+    assert result.status is PlannerStatus.FINISHED
+    assert "Message from the operator: please finish now" in seen["input"]
+    return seen["input"]
+
+
+def nudged_once_then_ended(model_server: FakeModelServer, toolkit: ToyToolkit, solve: Solve,
+                           last_input: LastText) -> None:
+    """A model that ends its turn unfinished is nudged once; ending again ends the run."""
+    seen: dict[str, Any] = {}
+
+    def second(body: dict[str, Any]) -> Reply:
+        seen["input"] = last_input(body)
+        return Reply([Text("Still nothing to do.")])
+
+    model_server.script(Reply([Text("Nothing to do.")]), second)
+    result = solve(model_server, toolkit)
+
+    assert result.status is PlannerStatus.MODEL_ENDED and result.finish_result is None
+    assert NUDGE_TEXT in seen["input"]
+    assert len(model_server.model_requests) == 2
+
+
+def wall_time_stops_a_long_motion(model_server: FakeModelServer, tmp_path: Path, solve: Solve, robot: Robot) -> None:
+    toolkit = make_toolkit(tmp_path, speed_m_s=0.005)  # 0.3 m takes 60 s
+    model_server.script(Reply([robot("move_to", x_m=0.0, y_m=0.3, z_m=0.2)]))
+    model_server.when_exhausted = Reply([Text("Stopped.")])
+    try:
+        result = solve(model_server, toolkit, max_wall_time_s=20)
+        assert result.status is PlannerStatus.TIME_LIMIT and "max_wall_time_s" in result.stop_reason
+        # Whether or not the CLI got to start the motion in time, the arm is not moving any more.
+        assert toolkit.robot.stops == 1 or not toolkit.robot.moving.is_set()
+        assert toolkit.robot.gripper_xyz[0] > 0.0
+    finally:
+        toolkit.close()
