@@ -48,9 +48,13 @@ class Seen:
             self.parents.update((t.child_frame_id, t.header.frame_id) for t in msg.transforms)
             self.changed.notify_all()
 
-    def wait_for(self, condition, what: str, timeout_s: float = 60.0) -> None:
+    def wait_for(self, condition, what: str, timeout_s: float = 120.0) -> None:
+        # A bound, not a pace: under CI load the sim arm, three rendered cameras and DDS discovery can
+        # take tens of seconds to come up; the message says what never arrived.
         with self.changed:
-            assert self.changed.wait_for(condition, timeout_s), f"timed out waiting for {what}: {sorted(self.topics)}"
+            assert self.changed.wait_for(condition, timeout_s), (
+                f"timed out after {timeout_s:.0f} s waiting for {what}: topics seen {sorted(self.topics)}, "
+                f"TF child -> parent {dict(sorted(self.parents.items()))}")
 
 
 def test_in_process_cameras_publish_points_depth_and_frames_on_request(ros, tmp_path):
