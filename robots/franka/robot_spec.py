@@ -106,6 +106,14 @@ class FrankaSpec(RobotSpec):
     ) -> dict[str, Any]:
         from robots.franka.runtime import build_runtime
 
+        arms, cameras = self.selects(selection, "arms"), self.selects(selection, "cameras")
+        if cameras and not arms:
+            raise ConfigError("selection: the franka cameras need the arms (their poses come from the arms' joints); "
+                              "select 'arms' too")
+        if not arms:
+            return {}
+        if not cameras and not config.options["sim"]:
+            raise ConfigError("selection: real franka arms start with their cameras; select 'cameras' too")
         approval = getattr(events, "approval_channel", None)
         franka = config.options["franka"]
         if approval is None and config.options["require_approval"]:
@@ -113,7 +121,8 @@ class FrankaSpec(RobotSpec):
 
             approval = CliApprovalChannel()
         try:
-            runtime = build_runtime(franka, sim=config.options["sim"], sim_seed=config.options.get("sim_seed"), approval=approval)
+            runtime = build_runtime(franka, sim=config.options["sim"], sim_seed=config.options.get("sim_seed"),
+                                    sim_cameras=cameras, approval=approval)
         except RuntimeFault as exc:
             if config.options["sim"]:
                 raise

@@ -129,6 +129,8 @@ class LiberoSpec(RobotSpec):
     def init_runtime(
         self, config: RunConfig, *, selection: Sequence[str] | None = None, events: DashboardEventSink
     ) -> dict[str, Any]:
+        if not self.selects(selection, "env"):
+            return {}  # e.g. the dashboard's session start: the env starts with each task
         runtime: dict[str, Any] = {}
         try:
             return self._start(config.options, runtime)

@@ -57,6 +57,8 @@ class ToySpec(RobotSpec):
     def init_runtime(
         self, config: RunConfig, *, selection: Sequence[str] | None = None, events: DashboardEventSink
     ) -> dict[str, Any]:
+        if not self.selects(selection, "world"):
+            return {}
         world = ToyWorld(speed_m_s=config.options.get("speed_m_s", 0.5))
         # frame_sources: the dashboard samples these for its live views (rpent.dashboard.frames).
         return {"world": world, "frame_sources": {"top": world.render_top}}

@@ -18,9 +18,6 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from rpent.runner.logs import FanOutSink, ProgressSink, add_run_log
-from rpent.runner.run import make_planner
-from rpent.runner.task import TaskRun
 from rpent.dashboard.bus import EventBus
 from rpent.dashboard.forms import TaskFormError, validate_fields
 from rpent.dashboard.frames import FRAME_SOURCES_KEY, FrameHub
@@ -29,7 +26,10 @@ from rpent.dashboard.planners import PlannerChoice, default_choice, planner_choi
 from rpent.dashboard.state import DashboardSink, DashboardState, artifact_url
 from rpent.robot import ConfigError, RobotSpec
 from rpent.robot.scene_reset import SCENE_RESET_KEY, SceneReset
-from rpent.robot.spec import Dashboard, TaskField
+from rpent.robot.spec import Dashboard
+from rpent.runner.logs import FanOutSink, ProgressSink, add_run_log
+from rpent.runner.run import make_planner
+from rpent.runner.task import TaskRun
 from rpent.tools.record import RecordError, Segment, open_segment
 
 log = logging.getLogger("rpent.dashboard")
@@ -56,10 +56,11 @@ class SessionEvents(FanOutSink):
 
 
 def dashboard_of(spec: RobotSpec) -> Dashboard:
-    """The robot's Dashboard spec; robots without one get a single task text field."""
-    if spec.dashboard is not None:
-        return spec.dashboard
-    return Dashboard(task_fields=(TaskField("task", "Task", "text", default=spec.default_task),))
+    """The robot's Dashboard spec; ConfigError for a robot that disables dashboard control."""
+    if spec.dashboard is None:
+        raise ConfigError(f"dashboard: robot {spec.name} declares dashboard=None in its RobotSpec, so it "
+                          "offers no dashboard control; run it with `rpent run` instead")
+    return spec.dashboard
 
 
 class DashboardSession:

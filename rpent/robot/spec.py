@@ -175,6 +175,20 @@ class RobotSpec:
         keyword arguments `get_toolkit` passes on (as `runtime_kwargs`)."""
         return {}
 
+    def selects(self, selection: Sequence[str] | None, component: str) -> bool:
+        """Whether `init_runtime(selection=...)` starts `component`: always for None, else when named.
+
+        A name this robot does not declare (in `dashboard.components`) is a ConfigError.
+        """
+        if selection is None:
+            return True
+        declared = [c.name for c in self.dashboard.components] if self.dashboard is not None else []
+        for name in selection:
+            if name not in declared:
+                raise ConfigError(f"selection: robot {self.name} has no runtime component {name!r} "
+                                  f"(it has: {', '.join(declared) or 'none'})")
+        return component in selection
+
     def stop_runtime(self, runtime_kwargs: dict[str, Any]) -> None:
         """Stop what `init_runtime` started; must be safe to call after a partial start."""
 
