@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
+from robots.dual_franka.prompt_bundle import PROMPT_BUNDLE
 from robots.dual_franka.toolkit import DualFrankaToolkit
 from robots.franka.config import CONFIG_DIR
 from robots.franka.robot_spec import FrankaSpec
-from rpent.robot import PromptBundle, RunConfig
+from rpent.robot import RunConfig
 from rpent.tools import Toolkit
 from rpent.tools.events import DashboardEventSink
-
-PROMPTS = Path(__file__).parent / "prompts"
 
 
 class DualFrankaSpec(FrankaSpec):
     name = "dual_franka"
-    prompts = PromptBundle.from_files(PROMPTS / "system.md", PROMPTS / "user.md")
+    prompts = PROMPT_BUNDLE
     default_task = "Pick up the red cube with the left arm and lift it 10 cm above the table."
     toolkit_class: type[Toolkit] = DualFrankaToolkit
     default_config = CONFIG_DIR / "franka_dual.yaml"

@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from robots.franka.config import CONFIG_DIR, FrankaConfig, load_franka_config
+from robots.franka.prompt_bundle import PROMPT_BUNDLE
 from robots.franka.toolkit import FrankaToolkit
 from rpent.robot import (
     ConfigError,
     Dashboard,
     FrameChannel,
-    PromptBundle,
     RobotSpec,
     RunConfig,
     RuntimeComponent,
@@ -28,12 +28,10 @@ from rpent.runtime.arm import RuntimeFault
 from rpent.tools import Toolkit
 from rpent.tools.events import DashboardEventSink
 
-PROMPTS = Path(__file__).parent / "prompts"
-
 
 class FrankaSpec(RobotSpec):
     name = "franka"
-    prompts = PromptBundle.from_files(PROMPTS / "system.md", PROMPTS / "user.md")
+    prompts = PROMPT_BUNDLE
     default_task = "Pick up the red cube and lift it 10 cm above the table."
     toolkit_class: type[Toolkit] = FrankaToolkit
     default_config = CONFIG_DIR / "franka.yaml"

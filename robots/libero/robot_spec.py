@@ -10,6 +10,7 @@ from typing import Any
 from robots.libero.arm import LiberoRobot
 from robots.libero.env_server import LiberoEnvClient
 from robots.libero.openpi_options import add_openpi_args, openpi_options
+from robots.libero.prompt_bundle import PROMPT_BUNDLE
 from robots.libero.sim import SUITES
 from robots.libero.toolkit import MODES, LiberoToolkit, Mode
 from robots.libero.vla import connect_policy
@@ -17,7 +18,6 @@ from rpent.robot import (
     ConfigError,
     Dashboard,
     FrameChannel,
-    PromptBundle,
     RobotSpec,
     RunConfig,
     RuntimeComponent,
@@ -28,7 +28,6 @@ from rpent.rpc import Endpoint, RpcError, ServerProcess, endpoint_arg
 from rpent.rpc.vla_endpoint import vla_endpoint_arg
 from rpent.tools.events import DashboardEventSink
 
-PROMPTS = Path(__file__).parent / "prompts"
 ENV_SERVER_MODULE = "robots.libero.env_server"
 #: Creating a LIBERO env takes 10-13 s on an idle machine; loaded CI machines need headroom.
 ENV_READY_TIMEOUT_S = 240.0
@@ -36,7 +35,7 @@ ENV_READY_TIMEOUT_S = 240.0
 
 class LiberoSpec(RobotSpec):
     name = "libero"
-    prompts = PromptBundle.from_files(PROMPTS / "system.md", PROMPTS / "user.md")
+    prompts = PROMPT_BUNDLE
     toolkit_class = LiberoToolkit
     dashboard = Dashboard(
         task_command="Start episode",

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
+from robots.toy.prompt_bundle import PROMPT_BUNDLE
 from robots.toy.runtime import ToyWorld
 from robots.toy.toolkit import ToyToolkit
 from rpent.robot import (
     ConfigError,
     Dashboard,
     FrameChannel,
-    PromptBundle,
     RobotSpec,
     RunConfig,
     RuntimeComponent,
@@ -22,12 +21,10 @@ from rpent.robot import (
 )
 from rpent.tools.events import DashboardEventSink
 
-PROMPTS = Path(__file__).parent / "prompts"
-
 
 class ToySpec(RobotSpec):
     name = "toy"
-    prompts = PromptBundle.from_files(PROMPTS / "system.md", PROMPTS / "user.md")
+    prompts = PROMPT_BUNDLE
     default_task = "Put the red block in the bin."
     toolkit_class = ToyToolkit
     dashboard = Dashboard(
