@@ -112,5 +112,9 @@ class OpenpiLiberoPolicy:
     def reset(self) -> None:
         """Nothing to forget: openpi servers keep no per-episode state for a client (its client's reset is empty)."""
 
+    def interrupt(self) -> None:
+        """Abandon a pending inference (run_vla calls it on cancel)."""
+        self.client.interrupt()
+
     def close(self) -> None:
         self.client.close()

@@ -242,6 +242,7 @@ def run_vla(
             with_images=with_images,
             should_stop=_stop(ctx),
             on_step=_recorder(ctx, max_steps),
+            on_cancel=ctx.on_cancel,
         )
     ctx.check_cancelled()
     return outcome

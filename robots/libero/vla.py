@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -64,12 +65,33 @@ def run_policy(
     with_images: bool,
     should_stop: ShouldStop,
     on_step: OnStep,
+    on_cancel: Callable[[Callable[[], Any]], Callable[[], None]] | None = None,
 ) -> dict[str, Any] | ToolResult:
     """Step the env with the policy's action chunks until a stop condition; say which one fired.
 
     A policy that fails (unreachable, timed out, a malformed reply) ends the run as a tool error
     naming the cause; the env is stepped no further, so the arm stays where the error found it.
+    A policy with ``interrupt()`` gets it from ``on_cancel``, so a cancel need not wait out an inference.
     """
+    interrupt = getattr(robot.policy, "interrupt", None)
+    unhook = on_cancel(interrupt) if on_cancel is not None and interrupt is not None else None
+    try:
+        return _run_policy(robot, instruction, max_steps, stop_when, object_name, with_images, should_stop, on_step)
+    finally:
+        if unhook is not None:
+            unhook()
+
+
+def _run_policy(
+    robot: LiberoRobot,
+    instruction: str,
+    max_steps: int,
+    stop_when: list[str],
+    object_name: str | None,
+    with_images: bool,
+    should_stop: ShouldStop,
+    on_step: OnStep,
+) -> dict[str, Any] | ToolResult:
     assert robot.policy is not None
     start_z = float(robot.object_xyz(object_name)[2]) if object_name else None
     steps = chunks = 0

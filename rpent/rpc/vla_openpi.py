@@ -32,6 +32,7 @@ MAX_REPLY_BYTES = 16 * 2**20
 
 
 def _bounded_policy_class() -> type:
+    import websockets.protocol
     import websockets.sync.client
     from openpi_client import msgpack_numpy
     from openpi_client.websocket_client_policy import WebsocketClientPolicy
@@ -80,6 +81,10 @@ def _bounded_policy_class() -> type:
         def close(self) -> None:
             self._ws.close()
 
+        @property
+        def open(self) -> bool:
+            return self._ws.state is websockets.protocol.State.OPEN
+
     return BoundedWebsocketClientPolicy
 
 
@@ -123,6 +128,8 @@ class OpenpiPolicyClient:
         self._policy: Any = None
         self._metadata: dict[str, Any] | None = None
         self._lock = threading.Lock()
+        self._interrupted = False
+        self._pending = False
 
     @property
     def metadata(self) -> dict[str, Any] | None:
@@ -140,11 +147,19 @@ class OpenpiPolicyClient:
         """Send one observation, return the server's reply dict (it holds ``actions``)."""
         with self._lock:
             self._ensure_connected()
+            self._interrupted = False
+            self._pending = True
             try:
                 reply = self._policy.infer(dict(observation))
             except BaseException as exc:
+                self._pending = False
                 self._drop()
+                if self._interrupted:
+                    raise RpcConnectionError(
+                        "interrupted: the call was cancelled", endpoint=str(self.endpoint), method="infer"
+                    ) from None
                 raise self._error(exc, "infer") from None
+            self._pending = False
             if not isinstance(reply, dict):
                 raise RpcProtocolError(
                     f"reply must be a msgpack map, got {type(reply).__name__}",
@@ -152,6 +167,20 @@ class OpenpiPolicyClient:
                     method="infer",
                 )
             return reply
+
+    def interrupt(self) -> None:
+        """From another thread (a cancel): make a pending ``infer`` fail now instead of at its deadline.
+
+        It closes the connection, which wakes the waiting call; the next call reconnects. A
+        connect in progress still runs to its own deadline.
+        """
+        policy = self._policy  # no lock: the waiting call holds it
+        if policy is not None and self._pending:
+            self._interrupted = True
+            try:
+                policy.close()
+            except Exception:
+                log.debug("interrupting the call to %s failed", self.endpoint, exc_info=True)
 
     def close(self) -> None:
         with self._lock:
@@ -164,6 +193,10 @@ class OpenpiPolicyClient:
         self.close()
 
     def _ensure_connected(self) -> None:
+        if self._policy is not None and not self._policy.open:
+            # Closed while idle (a restarted server, a dropped network): start over rather than fail.
+            log.info("openpi policy server at %s closed the idle connection: reconnecting", self.endpoint)
+            self._drop()
         if self._policy is not None:
             return
         cls = _bounded_policy_class()

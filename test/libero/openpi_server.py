@@ -28,6 +28,14 @@ SILENCE = object()
 Script = Callable[[dict[str, Any], int], Any]
 
 
+class ThenClose:
+    """Send `reply`, then close the websocket cleanly (`closed` is set once the close handshake is done)."""
+
+    def __init__(self, reply: Any) -> None:
+        self.reply = reply
+        self.closed = threading.Event()
+
+
 def chunk(*actions: list[float], repeat: int = 1) -> dict[str, Any]:
     return {"actions": np.repeat(np.asarray(actions, dtype=np.float32), repeat, axis=0)}
 
@@ -74,4 +82,11 @@ class ScriptedPolicyServer:
             if reply is SILENCE:
                 self._released.wait(60)
                 return
+            then_close = reply if isinstance(reply, ThenClose) else None
+            if then_close is not None:
+                reply = then_close.reply
             ws.send(reply if isinstance(reply, (bytes, str)) else msgpack_numpy.packb(reply))
+            if then_close is not None:
+                ws.close()
+                then_close.closed.set()
+                return

