@@ -11,6 +11,7 @@ from rpent.robot.spec import (
     RuntimeComponent,
     TaskField,
     memory_for,
+    template,
 )
 
 __all__ = [
@@ -26,4 +27,5 @@ __all__ = [
     "list_robots",
     "load_robot",
     "memory_for",
+    "template",
 ]
