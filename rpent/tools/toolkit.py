@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import json
 import logging
 import re
 import threading
@@ -13,18 +12,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from pydantic import BaseModel
 
 from rpent.memory.manager import MemoryManager, write_text_atomic
 from rpent.tools.call import StageCallback, ToolCall, _latch
+from rpent.tools.call_record import CallRecord
+from rpent.tools.call_values import arguments_mapping, as_result, recipe_line
 from rpent.tools.context import ToolCancelled, ToolContext
 from rpent.tools.events import DashboardEventSink
 from rpent.tools.record import Segment, attach_segment
-from rpent.tools.recording import VideoRecorder
 from rpent.tools.result import FINISH_MARKER, ToolResult, describe_exception
-from rpent.tools.steps import StepLog
-from rpent.tools.tool import MAX_ARGUMENT_DEPTH, Tool, ToolArgumentError
+from rpent.tools.tool import Tool, ToolArgumentError
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +69,6 @@ class Toolkit:
         self.memory = memory
         self.output_dir = Path(output_dir) if output_dir is not None else None
         self.dashboard_events = dashboard_events
-        self._events_on = dashboard_events is not None and bool(getattr(dashboard_events, "enabled", True))
 
         robot_tools = list(self.tools if tools is None else tools)
         self._tools: dict[str, Tool] = {}
@@ -99,16 +96,11 @@ class Toolkit:
         self._recipe: list[tuple[str, BaseModel]] = []
         self._closed_once = False
 
-        self._recorder: VideoRecorder | None = None
-        self._steps: StepLog | None = None
         #: This toolkit's part of the record: never another run's directory (see rpent.tools.record).
         self.segment: Segment | None = None
         if self.output_dir is not None:
             self.segment = attach_segment(self.output_dir)  # RecordError: a used directory, or a file
-            # Per-action clips serve the dashboard; a sink that only logs says clips = False.
-            clips = self._events_on and bool(getattr(dashboard_events, "clips", True))
-            self._recorder = VideoRecorder(self.output_dir, clips=clips, segment=self.segment.number)
-            self._steps = StepLog(self.output_dir / "steps.jsonl", segment=self.segment.number)
+        self._record = CallRecord(self.output_dir, self.segment, dashboard_events)
 
     # ---- public API -------------------------------------------------------------------------
 
@@ -209,7 +201,7 @@ class Toolkit:
             raise ValueError(f"recipe_tag: must match {_RECIPE_TAG.pattern}, got {recipe_tag!r}")
         if self.segment is None:
             raise ValueError("write_recipe: this toolkit has no output_dir")
-        lines = [_recipe_line(entry) for entry in self.recipe()]
+        lines = [recipe_line(entry) for entry in self.recipe()]
         path = self.segment.file(f"recipe_{recipe_tag}.jsonl")
         write_text_atomic(path, "".join(line + "\n" for line in lines))
         return path
@@ -223,14 +215,11 @@ class Toolkit:
         with self._lock:
             self._admission = _CLOSED
             if self._closed_once:
-                return self._episode_if_any()
+                return self._record.episode_if_any()
             self._closed_once = True
         if not self._wait_idle(timeout):
             log.warning("close: calls still running after %.1f s", timeout)
-        episode = self._recorder.close() if self._recorder is not None else None
-        if self._steps is not None:
-            self._steps.close()
-        self._publish("toolkit_closed", {"episode": str(episode) if episode else None})
+        episode = self._record.close()
         self._on_close()
         return episode
 
@@ -250,11 +239,6 @@ class Toolkit:
         """Hook for robot toolkits (e.g. release per-run resources); the runtime is stopped elsewhere."""
 
     # ---- internals --------------------------------------------------------------------------
-
-    def _episode_if_any(self) -> Path | None:
-        if self._recorder is not None and self._recorder.episode_path.exists():
-            return self._recorder.episode_path
-        return None
 
     def _enqueue(
         self,
@@ -289,7 +273,7 @@ class Toolkit:
         call.tool = tool
         call.exclusive = not tool.readonly
         try:
-            call.model = tool.validate(arguments if type(arguments) is dict else _as_mapping(arguments, name))
+            call.model = tool.validate(arguments if type(arguments) is dict else arguments_mapping(arguments, name))
         except ToolArgumentError as exc:
             self._finish_unstarted(call, str(exc))
             return
@@ -314,7 +298,7 @@ class Toolkit:
         log.warning("call %d (%s) refused: %s", call.id, call.name, error)
         now = time.time()
         result = ToolResult(error=error)
-        self._log_step(call, result, now, now)
+        self._record.log_step(call, result, now, now)
         call._finish(result)
 
     def _dispatch(self) -> None:
@@ -357,7 +341,7 @@ class Toolkit:
                 log.exception("call %d (%s) failed inside the executor", call.id, call.name)
                 result = ToolResult(error=f"internal error: {describe_exception(exc)}")
                 now = time.time()
-                self._log_step(call, result, now, now)
+                self._record.log_step(call, result, now, now)
         finally:
             with self._lock:
                 del self._active[call.id]
@@ -391,7 +375,8 @@ class Toolkit:
     def _run(self, call: ToolCall) -> ToolResult:
         tool, model = call.tool, call.model
         assert tool is not None and model is not None
-        recording = self._events_on or self._steps is not None
+        record = self._record
+        recording = record.on
         started = time.time() if recording else 0.0
         t0 = time.perf_counter()
         call.stage = "running"
@@ -399,9 +384,9 @@ class Toolkit:
             call._set_stage("running")
         kwargs = model.__dict__  # handlers get keyword copies; nothing writes to this dict
         arguments_json = model.model_dump(mode="json") if recording else None
-        if self._events_on:
-            self._publish("tool_started", {"call_id": call.id, "tool": call.name, "arguments": arguments_json})
-        clip = f"{call.id:05d}_{call.name}" if self._recorder is not None else ""
+        if record.events_on:
+            record.publish("tool_started", {"call_id": call.id, "tool": call.name, "arguments": arguments_json})
+        clip = f"{call.id:05d}_{call.name}" if record.recorder is not None else ""
         ctx: ToolContext[Any] = ToolContext(
             robot=self.robot,
             state=self.state,
@@ -410,11 +395,11 @@ class Toolkit:
             call_id=call.id,
             tool_name=call.name,
             cancel_token=call._token,
-            frame_sink=(lambda rgb: self._record_frame(call, clip, rgb)) if self._recorder is not None else None,
+            frame_sink=(lambda rgb: record.record_frame(call, clip, rgb)) if record.recorder is not None else None,
             stage_sink=call._set_stage,
         )
         try:
-            result = _as_result(tool.fn(**kwargs, ctx=ctx))
+            result = as_result(tool.fn(**kwargs, ctx=ctx))
         except ToolCancelled as exc:
             result = ToolResult(error=f"cancelled: {exc}")
         except Exception as exc:
@@ -430,7 +415,7 @@ class Toolkit:
             log.exception("call %d (%s) failed after its handler returned", call.id, call.name)
             result, text = ToolResult(error=f"internal error after the tool ran: {describe_exception(exc)}"), None
         if recording:
-            self._after_run(call, result, started, arguments_json, clip, text)
+            record.after_run(call, result, started, time.time(), arguments_json, clip, text)
         return result
 
     def _settle(
@@ -455,43 +440,14 @@ class Toolkit:
             text = result.to_text()
         if finish and result.error is None:
             self._finish_result = dict(result.data)
-            self._publish("finish", {"call_id": call.id, "finish_result": self._finish_result})
+            self._record.publish("finish", {"call_id": call.id, "finish_result": self._finish_result})
         if result.images and self.output_dir is not None:
-            result.image_paths = self._save_images(call, result.images)
+            result.image_paths = self._record.save_images(call, result.images)
         if robot_call and result.error is None:
             # The validated model is kept and dumped only when a recipe is written. list.append is
             # atomic, so concurrent read-only calls need no lock here.
             self._recipe.append((call.name, model))
         return result, text
-
-    def _after_run(
-        self, call: ToolCall, result: ToolResult, started: float, arguments: Any, clip: str, text: str | None
-    ) -> None:
-        """Write the step record and tell the dashboard (only when either is on); never raises."""
-        ended = time.time()
-        self._log_step(call, result, started, ended, arguments, text)
-        if not self._events_on:
-            return
-        try:
-            clip_path = None
-            if call.frames and self._recorder is not None and self._recorder.clips:
-                self._recorder.end_clip(clip)
-                clip_path = self._recorder.clip_path(clip)
-            self._publish(
-                "tool_finished",
-                {
-                    "call_id": call.id,
-                    "tool": call.name,
-                    "arguments": arguments,
-                    "duration_s": ended - started,
-                    "error": result.error,
-                    "result": result.to_dict(),
-                    "images": result.image_paths,
-                    "clip": str(clip_path) if clip_path else None,
-                },
-            )
-        except Exception:  # the step is logged; the dashboard must never break the robot loop
-            log.exception("dashboard update after call %d (%s) failed", call.id, call.name)
 
     def _capture(self, call: ToolCall, kwargs: dict[str, Any], result: ToolResult, elapsed: float) -> ToolResult:
         try:
@@ -503,116 +459,3 @@ class Toolkit:
             note = f"observation capture failed: {type(exc).__name__}: {exc}"
             return ToolResult(data=result.data, images=result.images, error=f"{result.error}; {note}" if result.error else note)
         return ToolResult(data=dict(data), images=[*result.images, *images], error=result.error)
-
-    def _record_frame(self, call: ToolCall, clip: str, rgb: np.ndarray) -> None:
-        assert self._recorder is not None
-        call.frames += 1
-        self._recorder.add(rgb, clip=clip)
-
-    def _save_images(self, call: ToolCall, images: list[bytes]) -> list[str]:
-        assert self.output_dir is not None and self.segment is not None
-        folder = self.output_dir / "images"
-        folder.mkdir(exist_ok=True)
-        paths = []
-        for index, png in enumerate(images):
-            # Call ids restart with each segment; the segment suffix keeps every name unique in the record.
-            path = folder / self.segment.name(f"{call.id:05d}_{call.name}_{index}.png")
-            path.write_bytes(png)
-            paths.append(str(path))
-        return paths
-
-    def _log_step(
-        self,
-        call: ToolCall,
-        result: ToolResult,
-        started: float,
-        ended: float,
-        arguments: Any = None,
-        text: str | None = None,
-    ) -> None:
-        """Append the call's line to steps.jsonl; never raises (StepLog writes what it can encode)."""
-        if self._steps is None:
-            return
-        try:
-            record = {
-                "call_id": call.id,
-                "tool": call.name,
-                # Validated arguments as JSON; the raw input for a call refused before it ran.
-                "arguments": arguments if arguments is not None else call.arguments,
-                "result": text if text is not None else result.to_text(),
-                "error": result.error,
-                "images": [Path(p).name for p in result.image_paths],
-                "started_at": started,
-                "ended_at": ended,
-                "duration_s": round(ended - started, 6),
-                "cancelled": call.cancel_requested,
-            }
-        except Exception as exc:
-            fields = {"call_id": call.id, "tool": call.name, "started_at": started, "ended_at": ended, "error": result.error}
-            self._steps.append_reduced(fields, f"the record could not be assembled: {describe_exception(exc)}")
-            return
-        self._steps.append(record)
-
-    def _publish(self, kind: str, payload: dict[str, Any]) -> None:
-        if not self._events_on:
-            return
-        try:
-            assert self.dashboard_events is not None
-            self.dashboard_events.publish(kind, payload)
-        except Exception:  # the dashboard must never break the robot loop
-            log.exception("dashboard event %s failed", kind)
-
-
-def _as_mapping(arguments: Mapping[str, Any] | str | None, name: str) -> Mapping[str, Any]:
-    if arguments is None:
-        return {}
-    if isinstance(arguments, (str, bytes)):
-        try:
-            arguments = json.loads(arguments or "{}")
-        except RecursionError:
-            # The parser gives up near Python's recursion limit; shallower texts are measured by validate.
-            raise ToolArgumentError(
-                f"invalid arguments for tool '{name}': JSON nested deeper than {MAX_ARGUMENT_DEPTH} levels"
-            ) from None
-        except ValueError as exc:  # JSONDecodeError, bytes that are not UTF-8, a 5,000-digit number
-            raise ToolArgumentError(f"invalid arguments for tool '{name}': not valid JSON ({exc})") from None
-    if not isinstance(arguments, Mapping):
-        raise ToolArgumentError(
-            f"invalid arguments for tool '{name}': must be a JSON object, got {type(arguments).__name__}"
-        )
-    try:
-        return dict(arguments)  # a plain copy: validation reads it more than once
-    except Exception as exc:
-        raise ToolArgumentError(
-            f"invalid arguments for tool '{name}': the {type(arguments).__name__} could not be read"
-            f" ({describe_exception(exc)})"
-        ) from None
-
-
-def _as_result(value: Any) -> ToolResult:
-    if type(value) is dict:
-        return ToolResult(data=value)
-    if isinstance(value, ToolResult):
-        # The executor reads data as a mapping and saves images as files: say so here, not later.
-        if not isinstance(value.data, Mapping):
-            raise TypeError(f"the tool returned a ToolResult whose data is a {type(value.data).__name__}, not a dict")
-        for index, image in enumerate(value.images):
-            if not isinstance(image, (bytes, bytearray)):
-                raise TypeError(
-                    f"the tool returned a ToolResult whose images[{index}] is a {type(image).__name__}, not PNG bytes"
-                )
-        return value
-    if value is None:
-        return ToolResult()
-    if isinstance(value, Mapping):
-        return ToolResult(data=dict(value))
-    return ToolResult(data={"result": value})
-
-
-def _recipe_line(entry: dict[str, Any]) -> str:
-    line = json.dumps(entry, ensure_ascii=False)
-    try:
-        line.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate in an argument: escaped, so replay gets the same string
-        line = json.dumps(entry, ensure_ascii=True)
-    return line
