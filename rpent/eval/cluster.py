@@ -57,7 +57,8 @@ def ray_cluster(address: str | None, *, num_cpus: int | None, temp_dir: Path | N
     common = {"log_to_driver": False, "configure_logging": False, "namespace": "rpent-eval"}
     try:
         if address is None:
-            context = ray.init(num_cpus=num_cpus, _node_ip_address=LOOPBACK, include_dashboard=False,
+            # "local": always a new instance, never one found through /tmp/ray or RAY_ADDRESS.
+            context = ray.init(address="local", num_cpus=num_cpus, _node_ip_address=LOOPBACK, include_dashboard=False,
                                _temp_dir=str(temp_dir) if temp_dir else None, **common)
         else:
             context = ray.init(address=address, **common)

@@ -53,6 +53,7 @@ def add_eval_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentPa
     parser.add_argument("--gpus-per-episode", type=float, help="Ray GPUs each episode declares (default 0)")
     parser.add_argument("--ray-address", help="an existing Ray cluster (host:port); default: a local one on 127.0.0.1")
     parser.add_argument("--num-cpus", type=int, help="CPUs of the local Ray instance (default: all)")
+    parser.add_argument("--ray-temp-dir", help="session folder of the local Ray instance (default Ray's, /tmp/ray)")
     parser.add_argument("robot_args", nargs="*", metavar="-- ROBOT_FLAG", help="more robot flags after --, for every episode")
     return parser
 
@@ -81,7 +82,8 @@ def eval_command(args: argparse.Namespace) -> int:
             sweep = load_sweep(args.sweep, _overrides(args))
             from rpent.eval.schedule import run_sweep
 
-            outcome = run_sweep(sweep, out, ray_address=args.ray_address, num_cpus=args.num_cpus)
+            outcome = run_sweep(sweep, out, ray_address=args.ray_address, num_cpus=args.num_cpus,
+                                ray_temp_dir=Path(args.ray_temp_dir) if args.ray_temp_dir else None)
             print(f"ran {len(outcome.ran)}, already complete {len(outcome.skipped_complete)}, "
                   f"failed {len(outcome.failed)}, not run (token budget) {len(outcome.not_run)}; "
                   f"tokens {outcome.tokens_used}", file=sys.stderr)

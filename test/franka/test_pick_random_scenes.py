@@ -29,9 +29,8 @@ def run_episode(tmp_path: Path, seed: int) -> tuple[int, dict]:
     out = tmp_path / f"seed{seed}"
     args = build_parser(spec).parse_args([
         "run", "--robot", "franka", "--sim", "--sim-seed", str(seed), "--output-dir", str(out),
-        "--memory-dir", str(tmp_path / "memory"), "--max-turns", "30", "--quiet",
+        "--memory-dir", str(tmp_path / "memory"), "--max-turns", "30", "--quiet", "--planner", PLANNER,
     ])
-    args.planner = PLANNER  # the CLI offers registry names only; build_planner takes module:Class too
     code = run(args, spec, module)
     return code, json.loads((out / "result.json").read_text())
 

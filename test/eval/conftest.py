@@ -1,0 +1,82 @@
+"""Ray for the eval tests: loopback only, its own session folders, as few starts as possible."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from eval_helpers import REPO, free_port, short_temp_dir
+
+from rpent.eval.cluster import prepare_environment
+
+# Before anything imports ray: the loopback-only single-machine mode is read at import time.
+prepare_environment(loopback=True)
+
+HERE = Path(__file__).resolve().parent
+RAY_BIN = str(Path(sys.executable).with_name("ray"))
+
+
+@dataclass(frozen=True)
+class Head:
+    address: str
+    pid: int  # the `ray start --block` process: the head's processes are below it
+    temp_dir: Path  # its sessions: logs/ names each worker's files after its pid
+
+
+@pytest.fixture(scope="module")
+def worker_env():
+    """Workers import the test planners in this folder (Ray workers inherit the driver's environment)."""
+    old = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), str(REPO), old]))
+    yield
+    if old is None:
+        os.environ.pop("PYTHONPATH", None)
+    else:
+        os.environ["PYTHONPATH"] = old
+
+
+@pytest.fixture(scope="module")
+def ray_head(worker_env):
+    """`ray start --head --node-ip-address=127.0.0.1` on a free port, in its own temp dir, stopped after.
+
+    The head runs with --block so it is our child: SIGTERM to it stops the processes it started (a
+    plain `ray stop` would stop every Ray on the machine).
+    """
+    temp_dir = short_temp_dir("rh-")
+    port = free_port()
+    token = secrets.token_hex(32)
+    saved = {k: os.environ.get(k) for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN")}
+    os.environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=token)
+    log = (temp_dir / "head.log").open("w")
+    head = subprocess.Popen(
+        [RAY_BIN, "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}", "--num-cpus=2",
+         "--include-dashboard=false", f"--temp-dir={temp_dir}", "--disable-usage-stats", "--block"],
+        stdout=log, stderr=subprocess.STDOUT, cwd=REPO, start_new_session=True, env=dict(os.environ),
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while "Ray runtime started" not in (temp_dir / "head.log").read_text():
+            assert head.poll() is None, (temp_dir / "head.log").read_text()
+            assert time.monotonic() < deadline, "ray head did not start in 120 s"
+            time.sleep(0.2)
+        yield Head(f"127.0.0.1:{port}", head.pid, temp_dir)
+    finally:
+        head.send_signal(signal.SIGTERM)
+        try:
+            head.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(head.pid, signal.SIGKILL)  # the head's own session: only what it started
+            head.wait(timeout=10)
+        log.close()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
