@@ -10,17 +10,24 @@ the request retried like a dropped connection.
 from __future__ import annotations
 
 import asyncio
-import base64
 import logging
 import os
 import queue
-import random
 import time
 from collections.abc import Callable
 from typing import Any
 
 import anthropic
 
+from rpent.planner.api_wire import (
+    CACHE,
+    block_dict,
+    describe,
+    retry_delay,
+    retryable,
+    tool_result_blocks,
+    with_cache_breakpoint,
+)
 from rpent.planner.base import (
     AsyncPlanner,
     OperatorInbox,
@@ -40,10 +47,6 @@ __all__ = ["DEFAULT_MODEL", "ApiPlanner"]
 
 log = logging.getLogger(__name__)
 
-_CACHE = {"type": "ephemeral"}
-_CACHEABLE_BLOCKS = frozenset({"text", "image", "tool_use", "tool_result"})  # not thinking blocks
-_RETRYABLE_STATUS = frozenset({408, 409, 429})
-_RETRYABLE_ERROR_TYPES = frozenset({"overloaded_error", "rate_limit_error", "api_error", "timeout_error"})
 NUDGE_TEXT = (
     "You ended your turn without calling the finish tool, so the task is still open. "
     "Continue working, or call the finish tool to report the outcome."
@@ -168,9 +171,9 @@ class _Run:
         tools = [{"name": t.name, "description": t.description, "input_schema": t.input_schema}
                  for t in toolkit.list_tools(include_read_image=True)]
         if planner.prompt_caching:
-            self.system[0]["cache_control"] = _CACHE
+            self.system[0]["cache_control"] = CACHE
             if tools:
-                tools[-1]["cache_control"] = _CACHE
+                tools[-1]["cache_control"] = CACHE
         self.tools = tools
         self.transcript.append({"role": "system", "content": system_prompt})
         self._abort = asyncio.Event()
@@ -195,7 +198,7 @@ class _Run:
                 if stop == "max_tokens":
                     # A reply cut off mid-call may carry truncated arguments: never run it on a robot.
                     content: list[dict[str, Any]] = [
-                        self._tool_result_block(b["id"], ToolResult(error=TRUNCATED_CALL_TEXT))[0]
+                        tool_result_blocks(b["id"], ToolResult(error=TRUNCATED_CALL_TEXT))[0]
                         for b in tool_uses
                     ] or [{"type": "text", "text": "Your reply hit the output token limit; continue concisely."}]
                     self._add_user(content, operator=self.inbox.take_messages())
@@ -274,7 +277,7 @@ class _Run:
     async def _request(self) -> Any:
         request = {
             "model": self.p.model, "max_tokens": self.p.max_output_tokens, "system": self.system,
-            "tools": self.tools, "messages": self._messages_for_request(),
+            "tools": self.tools, "messages": with_cache_breakpoint(self.messages) if self.p.prompt_caching else self.messages,
         }
         attempt = 0
         while True:
@@ -285,12 +288,12 @@ class _Run:
                 if isinstance(error, StreamCut):
                     # Never acted on, but kept: the transcript shows what the model had begun to do.
                     self.transcript.append(error.record())
-                if attempt >= self.p.max_retries or not _retryable(error):
+                if attempt >= self.p.max_retries or not retryable(error):
                     raise
-                delay = self._retry_delay(error, attempt)
+                delay = retry_delay(error, attempt, self.p.retry_base_delay_s, self.p.retry_max_delay_s)
                 attempt += 1
                 log.warning("model request failed (%s); retry %d/%d in %.2f s",
-                            _describe(error), attempt, self.p.max_retries, delay)
+                            describe(error), attempt, self.p.max_retries, delay)
                 await asyncio.sleep(delay)
         self.turns += 1
         usage = message.usage
@@ -308,30 +311,6 @@ class _Run:
             self.p.on_text(text)
         except Exception:  # a broken display must not break the run
             log.exception("on_text callback failed")
-
-    def _retry_delay(self, error: Exception, attempt: int) -> float:
-        response = getattr(error, "response", None)
-        if response is not None and response.status_code != 200:
-            headers = response.headers
-            for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-                try:
-                    return min(float(headers[name]) * scale, 120.0)
-                except (KeyError, TypeError, ValueError):
-                    pass
-        backoff = min(self.p.retry_base_delay_s * 2**attempt, self.p.retry_max_delay_s)
-        return backoff * (0.75 + 0.25 * random.random())
-
-    def _messages_for_request(self) -> list[dict[str, Any]]:
-        if not self.p.prompt_caching or not self.messages:
-            return self.messages
-        # A moving cache breakpoint on the newest block lets the next turn reuse the whole prefix.
-        last = self.messages[-1]
-        content = list(last["content"])
-        for index in range(len(content) - 1, -1, -1):
-            if content[index].get("type") in _CACHEABLE_BLOCKS:
-                content[index] = dict(content[index], cache_control=_CACHE)
-                return [*self.messages[:-1], dict(last, content=content)]
-        return self.messages
 
     # -- tools --------------------------------------------------------------------------------
     async def _run_tools(self, tool_uses: list[dict[str, Any]]) -> list[ToolResult]:
@@ -357,27 +336,8 @@ class _Run:
             raise
         return [task.result() for task in tasks]
 
-    @staticmethod
-    def _tool_result_block(tool_use_id: str, result: ToolResult) -> tuple[dict[str, Any], dict[str, Any]]:
-        """The block for the API (images inline) and the one for the transcript (image paths)."""
-        text = {"type": "text", "text": result.to_text()}
-        api_content: list[dict[str, Any]] = [text]
-        record_content: list[dict[str, Any]] = [text]
-        for index, png in enumerate(result.images):
-            data = base64.b64encode(png).decode("ascii")
-            api_content.append({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}})
-            if index < len(result.image_paths):
-                record_content.append({"type": "image", "path": result.image_paths[index]})
-            else:
-                record_content.append({"type": "image", "omitted": f"PNG, {len(png)} bytes, not saved"})
-        api_block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_use_id, "content": api_content}
-        record_block = dict(api_block, content=record_content)
-        if result.is_error:
-            api_block["is_error"] = record_block["is_error"] = True
-        return api_block, record_block
-
     def _add_tool_results(self, tool_uses: list[dict[str, Any]], results: list[ToolResult]) -> None:
-        pairs = [self._tool_result_block(b["id"], r) for b, r in zip(tool_uses, results, strict=True)]
+        pairs = [tool_result_blocks(b["id"], r) for b, r in zip(tool_uses, results, strict=True)]
         self._add_user([api for api, _ in pairs], [record for _, record in pairs],
                        operator=self.inbox.take_messages())
 
@@ -399,7 +359,7 @@ class _Run:
 
     def _add_assistant(self, message: Any) -> list[dict[str, Any]]:
         # The API rejects empty text blocks when they are sent back.
-        blocks = [_block_dict(b) for b in message.content if not (b.type == "text" and not b.text)]
+        blocks = [block_dict(b) for b in message.content if not (b.type == "text" and not b.text)]
         entry = {"role": "assistant", "content": blocks}
         if blocks:
             self.messages.append(entry)
@@ -413,32 +373,3 @@ class _Run:
             turns=self.turns, usage=self.usage, transcript=self.transcript,
             error=f"{type(error).__name__}: {error}" if error is not None else None,
         )
-
-
-def _block_dict(block: Any) -> dict[str, Any]:
-    if block.type == "text":
-        return {"type": "text", "text": block.text}
-    if block.type == "tool_use":
-        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
-    # Thinking and server-tool blocks go back verbatim (signatures included).
-    data = block.model_dump(mode="json", exclude_none=True)
-    data.pop("parsed_output", None)
-    return data
-
-
-def _retryable(error: Exception) -> bool:
-    if isinstance(error, (anthropic.APIConnectionError, StreamCut)):  # a cut stream is a dropped connection
-        return True
-    assert isinstance(error, anthropic.APIStatusError)
-    if error.status_code in _RETRYABLE_STATUS or error.status_code >= 500:
-        return True
-    body = error.body if isinstance(error.body, dict) else {}
-    detail = body.get("error") if isinstance(body.get("error"), dict) else body
-    return detail.get("type") in _RETRYABLE_ERROR_TYPES
-
-
-def _describe(error: Exception) -> str:
-    if isinstance(error, StreamCut):
-        return error.reason
-    status = getattr(error, "status_code", None)
-    return f"{type(error).__name__} {status}" if status else type(error).__name__
