@@ -13,6 +13,7 @@ openpi-client (and its websockets and msgpack) load only when a websocket endpoi
 from __future__ import annotations
 
 import logging
+import ssl
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -250,6 +251,13 @@ class OpenpiPolicyClient:
             return RpcConnectionError(how, **where)
         if isinstance(exc, (InvalidHandshake, InvalidURI)):
             return RpcProtocolError(f"not an openpi websocket policy server: {exc}", **where)
+        if isinstance(exc, ssl.SSLCertVerificationError):
+            return RpcConnectionError(
+                f"TLS: {exc.verify_message or exc} (a private CA's certificate can be trusted with SSL_CERT_FILE)",
+                **where,
+            )
+        if isinstance(exc, ssl.SSLError):
+            return RpcConnectionError(f"TLS: {exc} (is the server serving wss://, not ws://?)", **where)
         if isinstance(exc, ConnectionRefusedError):
             return RpcConnectionError("connection refused: is openpi's serve_policy.py running there?", **where)
         if isinstance(exc, OSError):

@@ -41,15 +41,15 @@ def chunk(*actions: list[float], repeat: int = 1) -> dict[str, Any]:
 
 
 class ScriptedPolicyServer:
-    def __init__(self, script: Script, *, metadata: dict[str, Any] | None = None) -> None:
+    def __init__(self, script: Script, *, metadata: dict[str, Any] | None = None, ssl: Any = None) -> None:
         self.script = script
         self.metadata = metadata if metadata is not None else {"policy": "scripted", "action_horizon": 10}
         self.observations: list[dict[str, Any]] = []
         self.connections = 0
         self._released = threading.Event()
-        self._server = serve(self._handle, "127.0.0.1", 0, compression=None, max_size=None)
+        self._server = serve(self._handle, "127.0.0.1", 0, compression=None, max_size=None, ssl=ssl)
         self.port = self._server.socket.getsockname()[1]
-        self.endpoint = f"ws://127.0.0.1:{self.port}"
+        self.endpoint = f"{'wss' if ssl else 'ws'}://127.0.0.1:{self.port}"
         self._thread = threading.Thread(target=self._server.serve_forever, name="openpi-test-server", daemon=True)
 
     def __enter__(self) -> ScriptedPolicyServer:

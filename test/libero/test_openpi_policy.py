@@ -270,3 +270,51 @@ def test_cancel_while_waiting_for_an_inference_ends_the_call_at_once(tmp_path):
     assert result.is_error and "cancel" in result.error.lower(), result.error
     assert waited < 5, f"the cancel took {waited:.1f} s: the infer wait was not interrupted"
     assert env.step_calls == 0
+
+
+def _self_signed_loopback_cert(folder):
+    """A certificate for 127.0.0.1 and its key, as PEM files (the test's own CA, trusted via SSL_CERT_FILE)."""
+    import datetime
+    import ipaddress
+
+    x509 = pytest.importorskip("cryptography.x509")
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = folder / "cert.pem", folder / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return cert_file, key_file
+
+
+def test_wss_endpoint_speaks_tls_and_verifies_the_servers_certificate(tmp_path, monkeypatch):
+    import ssl
+
+    cert_file, key_file = _self_signed_loopback_cert(tmp_path)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert_file, key_file)
+    with ScriptedPolicyServer(lambda obs, i: chunk(UP, repeat=5), ssl=context) as server:
+        endpoint = parse_vla_endpoint(f"wss://127.0.0.1:{server.port}")
+        with pytest.raises(RpcConnectionError, match=r"TLS: self-signed certificate .*SSL_CERT_FILE"):
+            OpenpiPolicyClient(endpoint, connect_timeout_s=5).connect()  # an untrusted certificate
+        monkeypatch.setenv("SSL_CERT_FILE", str(cert_file))
+        with OpenpiPolicyClient(endpoint, connect_timeout_s=5) as client:
+            assert client.infer({"x": np.zeros(2)})["actions"].shape == (5, 7)
