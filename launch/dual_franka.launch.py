@@ -22,19 +22,21 @@ from rpent_ros.launch_helpers import (
     dashboard_node,
     dashboard_on,
     describe,
-    managed_node,
     planner_and_bridge,
     rviz_node,
     sim_seed,
 )
+from rpent_ros.runtime_launch import cameras_node_of, robot_runtime_nodes, runtime_node_actions
 
 ARGUMENTS = [
     ("use_sim", "false", "true: start franky-sim with two arms on sim_hosts and simulated cameras"),
     ("sim_hosts", "127.0.0.1,127.0.0.2", "with use_sim: the loopback addresses franky-sim binds for the left and right arm"),
     SIM_SEED_ARGUMENT,
     RUNTIME_STATE_ARGUMENT,
-    ("left_ip", "172.16.0.2", "FCI address of the left arm (ignored with use_sim)"),
-    ("right_ip", "172.16.1.2", "FCI address of the right arm (ignored with use_sim)"),
+    ("config", "", "deployment YAML: arms (FCI hosts), cameras, safety file; the arm, gripper and camera nodes are the "
+                   "ones it names (default config/franka_dual.yaml)"),
+    ("left_ip", "", "FCI address of the left arm (default: its host in `config`; ignored with use_sim)"),
+    ("right_ip", "", "FCI address of the right arm (default: its host in `config`; ignored with use_sim)"),
     ("runtime_mode", "ros", "ros: arms, grippers, cameras in their own nodes; inprocess: all inside the toolkit node"),
     ("safety_file", "", "safety envelope YAML (default: config/franka_safety.yaml)"),
     ("approve_motions", "false", "true: every motion waits for operator approval"),
@@ -59,37 +61,41 @@ def _placement(get, arm):
     return params
 
 
-def _sim_hosts(get):
+def _sim_hosts(get, arms):
     hosts = [h.strip() for h in get("sim_hosts").split(",")]
-    if len(hosts) != 2 or not all(h.startswith("127.") for h in hosts):
-        raise ValueError(f"launch argument sim_hosts: must be two loopback addresses 'a,b', got {get('sim_hosts')!r}")
-    return {"left": hosts[0], "right": hosts[1]}
+    if len(hosts) != len(arms) or not all(h.startswith("127.") for h in hosts):
+        raise ValueError(f"launch argument sim_hosts: must be {len(arms)} loopback addresses 'a,b', got {get('sim_hosts')!r}")
+    return dict(zip(arms, hosts, strict=True))
 
 
 def _nodes(get):
     use_sim = get("use_sim").lower() == "true"
     mode = get("runtime_mode")
-    ips = _sim_hosts(get) if use_sim else {"left": get("left_ip"), "right": get("right_ip")}
     safety = {"safety_file": get("safety_file")} if get("safety_file") else {}
     seed = sim_seed(get) if use_sim else {}
+    # The robot's flags, as the toolkit node gets them: its runtime nodes are declared from the same ones.
+    flags = {"sim": use_sim, **safety, **({"config": get("config")} if get("config") else {})}
     nodes = []
+    cameras_node = ""
     if mode == "ros":
-        if use_sim:
-            nodes.append(Node(package="rpent", executable="franka_sim_node", name="franka_sim", output="screen",
-                              parameters=[{"arms": 2, "hosts": [ips["left"], ips["right"]], **seed, **safety}]))
-        else:
-            nodes += managed_node(get, package="rpent", executable="camera_node", name="camera_front",
-                                  parameters=[{"name": "front", "device": "0"}], output="screen")
-        for arm, ip in ips.items():
-            nodes += managed_node(get, package="rpent", executable="franka_arm_node", name=f"arm_{arm}", output="screen",
-                                  parameters=[{"name": arm, "ip": ip, **safety, **_placement(get, arm)}])
-            nodes += managed_node(get, package="rpent", executable="franka_gripper_node", name=f"gripper_{arm}",
-                                  output="screen",
-                                  parameters=[{"name": arm, "ip": ip, **safety, **({"urdf": get("urdf")} if get("urdf") else {})}])
-    cameras_node = "franka_sim" if use_sim else "camera_front"
-    toolkit_params = {"robot": "dual_franka", "runtime_mode": mode, "sim": use_sim, "cameras_node": cameras_node,
-                      "action_clips": dashboard_on(get),
-                      "approve_motions": get("approve_motions").lower() == "true", **safety,
+        parts = robot_runtime_nodes("dual_franka", flags)
+        arms = [p.name for p in parts if p.protocol == "arm"]
+        ips = _sim_hosts(get, arms) if use_sim else {a: get(f"{a}_ip") for a in ("left", "right") if get(f"{a}_ip")}
+
+        def deployment(part):
+            if part.node_type == "franka_sim_node":
+                return {"hosts": [ips[a] for a in arms], **seed, **safety}
+            if part.protocol not in ("arm", "gripper"):
+                return {}
+            params = {**({"ip": ips[part.name]} if part.name in ips else {}), **safety}
+            if part.protocol == "arm":
+                return {**params, **_placement(get, part.name)}
+            return {**params, **({"urdf": get("urdf")} if get("urdf") else {})}
+
+        nodes += runtime_node_actions(get, parts, deployment)
+        cameras_node = cameras_node_of(parts)
+    toolkit_params = {"robot": "dual_franka", "runtime_mode": mode, **flags, "action_clips": dashboard_on(get),
+                      "approve_motions": get("approve_motions").lower() == "true",
                       **(seed if mode == "inprocess" else {})}
     if get("output_dir"):
         toolkit_params["output_dir"] = get("output_dir")
@@ -97,7 +103,7 @@ def _nodes(get):
     nodes += planner_and_bridge(get, "dual_franka")
     if dashboard_on(get):
         # Camera topics exist only when the cameras run in their own node.
-        nodes.append(dashboard_node(get, "dual_franka", cameras_node if mode == "ros" else ""))
+        nodes.append(dashboard_node(get, "dual_franka", cameras_node))
     if get("rviz").lower() == "true":
         nodes.append(rviz_node("rpent.rviz"))
     return nodes

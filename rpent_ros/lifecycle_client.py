@@ -3,7 +3,7 @@
 A managed node serves RuntimeCall from the start but refuses every call until configure has
 connected its device; a toolkit node that starts beside it (ros2 launch starts both at once) waits
 here, as it waited for the action servers, so its first tool call does not meet "unconfigured".
-Nodes without the lifecycle services (franka_sim_node, vla_client_node) are ready once they serve.
+Nodes without the lifecycle services (franka_sim_node) are ready once they serve.
 """
 
 from __future__ import annotations

@@ -247,7 +247,8 @@ def toolkit_parameters() -> tuple[Param, ...]:
     return (
         Param("runtime_mode", "inprocess", "inprocess: the robot's runtime lives in this node; ros: arms, grippers and "
               "cameras live in runtime nodes (franka_arm_node, ...) reached over RuntimeCall", choices=("inprocess", "ros")),
-        Param("cameras_node", "franka_sim", "with runtime_mode ros: the node serving the cameras (<node>/<camera>/call)"),
+        Param("cameras_node", "", "with runtime_mode ros: serve every camera from this node (<node>/<camera>/call) "
+              "instead of the camera nodes the robot declares (empty: as declared)"),
         Param("publish_rate_hz", 30.0, "with runtime_mode inprocess: joint states and TF of its arms per second",
               low=0.1, high=1000.0),
         Param("camera_rate_hz", 0.0, "with runtime_mode inprocess: camera topics (image, depth, camera_info, points) "

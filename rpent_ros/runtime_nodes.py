@@ -8,7 +8,6 @@
     ros2 run rpent franka_gripper_node --ros-args -p name:=left -p ip:=127.0.0.1
     ros2 run rpent camera_node --ros-args -p name:=front -p device:=0
     ros2 run rpent camera_node --ros-args -p name:=wrist -p config:=/path/franka.yaml   # e.g. a RealSense
-    ros2 run rpent vla_client_node --ros-args -p endpoint:=socket://127.0.0.1:9100
 
 The arm, gripper and camera nodes are managed (lifecycle) nodes (rpent_ros.managed_node): they
 start unconfigured; configure connects, activate admits motions (a camera's captures), deactivate
@@ -38,7 +37,7 @@ from rpent_ros import node_main
 from rpent_ros.managed_node import ManagedRuntimeNode
 from rpent_ros.params import NodeParameters, Param
 from rpent_ros.robot_description import ArmDescription, UrdfError, base_xyz_for, load_arm_description
-from rpent_ros.runtime_server import ARM_METHODS, CAMERA_METHODS, GRIPPER_METHODS, POLICY_METHODS, RuntimeServer
+from rpent_ros.runtime_server import ARM_METHODS, CAMERA_METHODS, GRIPPER_METHODS, RuntimeServer
 from rpent_ros.telemetry import ArmTelemetry, CameraTelemetry
 
 log = logging.getLogger("rpent.runtime_nodes")
@@ -359,27 +358,6 @@ def sim_scene(arm_names: list[str], safety_file: str, sim_seed: int | None, imag
     return random_scene(sim_seed, scene, envelopes, [HOME_JOINTS_RAD] * len(arm_names), image_aspect=image_aspect)
 
 
-class VlaClientNode(RuntimeNode):
-    """Forwards a VLA policy server (rpent.rpc endpoint) as a runtime other nodes can call."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__("vla_client", **kwargs)
-        from rpent.rpc import BaseVLAClient, parse_endpoint
-
-        parameters = NodeParameters(self)
-        p = parameters.declare(
-            Param("endpoint", "socket://127.0.0.1:9100", "the policy server: [http|socket]://host:port"),
-            Param("name", "policy", "the policy's name: RuntimeCall at ~/<name>/call"),
-        )
-        parameters.finish()
-        try:
-            endpoint = parse_endpoint(p["endpoint"])
-        except ValueError as exc:
-            raise ConfigError(f"parameter endpoint: {exc}") from None
-        self.serve(p["name"], BaseVLAClient(endpoint), POLICY_METHODS)
-        self.get_logger().info(f"policy {p['name']}: forwarding to {endpoint}")
-
-
 def _serve(program: str, factory: Callable[[], Any], args: list[str] | None) -> None:
     node_main.init(args)
     node_main.serve(program, factory, shutdown=lambda node: node.shutdown())
@@ -399,7 +377,3 @@ def camera_main(args: list[str] | None = None) -> None:
 
 def franka_sim_main(args: list[str] | None = None) -> None:
     _serve("franka_sim_node", FrankaSimNode, args)
-
-
-def vla_client_main(args: list[str] | None = None) -> None:
-    _serve("vla_client_node", VlaClientNode, args)

@@ -35,7 +35,12 @@ from rpent_ros.approval import RosApprovalChannel
 from rpent_ros.conversions import tools_json
 from rpent_ros.events import RosEventSink
 from rpent_ros.logging_bridge import forward_python_logging
-from rpent_ros.params import declare_robot_parameters, parse_robot_config, toolkit_parameters
+from rpent_ros.params import (
+    declare_robot_parameters,
+    flag_errors_as_parameters,
+    parse_robot_config,
+    toolkit_parameters,
+)
 from rpent_ros.runtime_nodes import start_inprocess_telemetry
 from rpent_ros.signals import shield_shutdown
 from rpent_ros.spinning import BackgroundSpin
@@ -76,14 +81,12 @@ class ToolkitNode(Node):
             camera_rate = own["camera_rate_hz"]
             start_inprocess_telemetry(self, self.runtime_kwargs.get("runtime"), rate, camera_rate)
         elif self.runtime_mode == "ros":
-            from rpent_ros.franka_proxies import ROS_RUNTIMES
+            from rpent_ros.remote_runtime import build_remote_runtime
 
-            build = ROS_RUNTIMES.get(self.spec.name)
-            if build is None:
-                raise ValueError(f"parameter runtime_mode: 'ros' is not available for robot '{self.spec.name}' "
-                                 f"(available for: {', '.join(sorted(ROS_RUNTIMES))})")
-            cameras_node = own["cameras_node"]
-            self.runtime_kwargs = build(self, self.config, cameras_node=cameras_node, approval=self.events.approval_channel)
+            # The robot declares which runtime nodes serve its parts; proxies reach them.
+            with flag_errors_as_parameters():
+                self.runtime_kwargs = build_remote_runtime(self, self.spec, namespace, self.config, events=self.events,
+                                                           cameras_node=own["cameras_node"])
         else:
             raise ValueError(f"parameter runtime_mode: must be 'inprocess' or 'ros', got {self.runtime_mode!r}")
         self.toolkit = self.robot.get_toolkit(runtime_kwargs=self.runtime_kwargs, dashboard_events=self.events, config=self.config)

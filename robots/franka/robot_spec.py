@@ -24,6 +24,7 @@ from rpent.robot import (
     TaskField,
     memory_for,
 )
+from rpent.robot.components import RuntimeNodeComponent
 from rpent.runtime.arm import RuntimeFault
 from rpent.tools import Toolkit
 from rpent.tools.events import DashboardEventSink
@@ -132,6 +133,18 @@ class FrankaSpec(RobotSpec):
 
         return {"runtime": runtime, "frame_sources": {cam.name: cam.capture for cam in runtime.cameras},
                 SCENE_RESET_KEY: scene_reset_for(runtime)}
+
+    # Runtime nodes (rpent_ros, runtime_mode:=ros): which parts run where, as data.
+    def runtime_nodes(self, args: argparse.Namespace) -> list[RuntimeNodeComponent]:
+        from robots.franka.components import runtime_nodes
+
+        return runtime_nodes(self.deployment(args), args, Path(getattr(args, "config", None) or self.default_config))
+
+    def runtime_from_nodes(self, config: RunConfig, parts: Sequence[tuple[RuntimeNodeComponent, Any]], *,
+                           events: DashboardEventSink) -> dict[str, Any]:
+        from robots.franka.components import runtime_from_nodes
+
+        return runtime_from_nodes(config, parts, approval=getattr(events, "approval_channel", None))
 
     def stop_runtime(self, runtime_kwargs: dict[str, Any]) -> None:
         runtime = runtime_kwargs.get("runtime")

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from rpent.memory import MemoryManager, get_memory_dir
+from rpent.robot.components import RuntimeNodeComponent
 from rpent.tools import Tool, Toolkit
 from rpent.tools.events import DashboardEventSink
 
@@ -191,6 +192,23 @@ class RobotSpec:
 
     def stop_runtime(self, runtime_kwargs: dict[str, Any]) -> None:
         """Stop what `init_runtime` started; must be safe to call after a partial start."""
+
+    def runtime_nodes(self, args: argparse.Namespace) -> Sequence[RuntimeNodeComponent]:
+        """The runtime parts a ROS deployment runs in runtime nodes of their own, for these flags.
+
+        From the flags, not a RunConfig, so a launch file can ask before any run exists. Empty (the
+        default): the runtime runs only inside the process that uses it.
+        """
+        return ()
+
+    def runtime_from_nodes(
+        self, config: RunConfig, parts: Sequence[tuple[RuntimeNodeComponent, Any]], *, events: DashboardEventSink
+    ) -> dict[str, Any]:
+        """What `init_runtime` returns, built from a proxy per declared part instead of the hardware.
+
+        `parts` pairs each entry of `runtime_nodes(args)` with a proxy implementing its protocol.
+        """
+        raise ConfigError(f"robot {self.name!r} declares no runtime nodes")
 
     def add_calibrate_args(self, parser: argparse.ArgumentParser) -> None:
         """Add the flags of `rpent calibrate` for this robot (robots without cameras to calibrate add none)."""

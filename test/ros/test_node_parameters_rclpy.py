@@ -27,7 +27,7 @@ from rpent.robot import ConfigError  # noqa: E402
 from rpent_ros.mcp_bridge_node import McpBridgeNode  # noqa: E402
 from rpent_ros.params import RCLPY_PARAMETERS, declare_robot_parameters, toolkit_parameters  # noqa: E402
 from rpent_ros.planner_node import PlannerNode  # noqa: E402
-from rpent_ros.runtime_nodes import CameraNode, FrankaArmNode, FrankaGripperNode, VlaClientNode  # noqa: E402
+from rpent_ros.runtime_nodes import CameraNode, FrankaArmNode, FrankaGripperNode  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(120)]
 
@@ -41,7 +41,7 @@ def test_every_parameter_of_every_node_says_what_it_is_its_type_and_its_rule(ros
     recipe = tmp_path / "look.jsonl"
     recipe.write_text('{"tool": "get_state", "arguments": {}}\n')
     nodes = [
-        FrankaArmNode(), FrankaGripperNode(), CameraNode(), VlaClientNode(), McpBridgeNode(),
+        FrankaArmNode(), FrankaGripperNode(), CameraNode(), McpBridgeNode(),
         PlannerNode(parameter_overrides=[Parameter("recipe", value=str(recipe)),
                                          Parameter("output_dir", value=str(tmp_path / "planner"))]),
     ]
@@ -62,7 +62,7 @@ def test_every_parameter_of_every_node_says_what_it_is_its_type_and_its_rule(ros
     assert arm["base_xyz"].type == ParameterType.PARAMETER_DOUBLE_ARRAY
     assert _described(nodes[2])["kind"].additional_constraints == "must be one of opencv, realsense"
     # A robot's flags are the planner's parameters, described from their help, typed from their definition.
-    planner = _described(nodes[5])
+    planner = _described(nodes[-1])
     assert planner["speed"].type == ParameterType.PARAMETER_DOUBLE and "gripper speed in m/s" in planner["speed"].description
     assert planner["max_turns"].type == ParameterType.PARAMETER_INTEGER
     assert planner["planner"].additional_constraints == "must be one of api, claude_code, codex, replay"

@@ -1,0 +1,65 @@
+"""The Franka runtime as runtime nodes: the parts a ROS deployment starts, and the runtime built from their proxies.
+
+Arms and grippers each get a node; cameras come from the deployment YAML (a camera node each) or,
+with --sim, from the simulated scene, whose cameras must render in the simulator's own node.
+Cameras are listed first so a launch starts the simulator before the arms that connect to it.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from robots.franka.config import FrankaConfig
+from rpent.robot import RunConfig
+from rpent.robot.components import RuntimeNodeComponent
+
+
+def runtime_nodes(franka: FrankaConfig, args: argparse.Namespace, config_file: Path) -> list[RuntimeNodeComponent]:
+    parts = _sim_cameras(franka) if getattr(args, "sim", False) else [
+        # The camera node reads device, calibration and mount from the same YAML entry.
+        RuntimeNodeComponent(cam.name, "camera", "camera_node", f"camera_{cam.name}",
+                             {"name": cam.name, "config": str(config_file.resolve())})
+        for cam in franka.cameras
+    ]
+    for arm in franka.arms:
+        parts.append(RuntimeNodeComponent(arm.name, "arm", "franka_arm_node", f"arm_{arm.name}",
+                                          {"name": arm.name, "ip": arm.host, "dynamics_factor": arm.dynamics_factor}))
+        if arm.gripper:
+            parts.append(RuntimeNodeComponent(arm.name, "gripper", "franka_gripper_node", f"gripper_{arm.name}",
+                                              {"name": arm.name, "ip": arm.host}))
+    return parts
+
+
+def _sim_cameras(franka: FrankaConfig) -> list[RuntimeNodeComponent]:
+    from robots.franka.sim import SimScene
+
+    scene = SimScene() if len(franka.arms) == 1 else SimScene.dual()
+    node = {"arms": len(franka.arms), "arm_names": [a.name for a in franka.arms],
+            "camera_width": franka.sim_camera_width, "camera_height": franka.sim_camera_height}
+    names = [c.name for c in scene.cameras] + [c.name for c in scene.wrist_cameras]  # the in-process order
+    return [RuntimeNodeComponent(name, "camera", "franka_sim_node", "franka_sim", node) for name in names]
+
+
+def runtime_from_nodes(config: RunConfig, parts: Sequence[tuple[RuntimeNodeComponent, Any]], *,
+                       approval: Any) -> dict[str, Any]:
+    """init_runtime's result over proxies; the safety envelope is checked here before a goal is sent
+    and again in the arm node."""
+    from robots.franka.runtime import FrankaRuntime
+
+    franka: FrankaConfig = config.options["franka"]
+    safety = franka.safety()
+    arm_configs = {a.name: a for a in franka.arms}
+    runtime = FrankaRuntime(arms={}, grippers={}, cameras=[], arm_configs=arm_configs, safety=safety)
+    runtime.video_fps = config.options.get("video_fps", 0.0)
+    runtime.approval = approval  # motions that need approval ask here (the dashboard node's operator)
+    for part, proxy in parts:
+        if part.protocol == "camera":
+            runtime.cameras.append(proxy)
+            continue
+        # The tools check every target against the arm's envelope before anything moves.
+        proxy.envelope = safety.envelope(part.name, arm_configs[part.name].base_xyz_m)
+        (runtime.arms if part.protocol == "arm" else runtime.grippers)[part.name] = proxy
+    return {"runtime": runtime, "frame_sources": {c.name: c.capture for c in runtime.cameras}}
