@@ -18,6 +18,8 @@ log = logging.getLogger(__name__)
 #: the pinned anthropic SDK lists, and one it does not mark deprecated (test_settings checks both).
 DEFAULT_MODEL = "claude-sonnet-5-5"
 MODEL_ENV = "RPENT_MODEL"
+#: The OpenAI model the codex planner uses when `--model` names none (Codex speaks only OpenAI's API).
+CODEX_DEFAULT_MODEL = "gpt-5.1-codex"
 
 _warned: set[str] = set()
 _lock = threading.Lock()

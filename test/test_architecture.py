@@ -276,3 +276,40 @@ def test_checker_allows_inward_imports_and_discovery_by_name(tmp_path):
         "rpent_ros/proxies.py": "import rclpy\nfrom rpent.runtime import Arm\n",
     })
     assert violations(root) == []
+
+
+# -- one place for the default model -------------------------------------------------------------
+
+SETTINGS = "rpent/settings.py"
+
+
+def model_literals(root: Path, packages: tuple[str, ...] = PACKAGES) -> list[str]:
+    """`file:line` of every `*DEFAULT_MODEL* = "<string>"` outside rpent/settings.py."""
+    found = []
+    for package in packages:
+        for path in sorted((root / package).rglob("*.py")):
+            rel = str(path.relative_to(root))
+            if rel == SETTINGS:
+                continue
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=rel)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+                value = getattr(node, "value", None)
+                if (isinstance(value, ast.Constant) and isinstance(value.value, str)
+                        and any(isinstance(t, ast.Name) and "DEFAULT_MODEL" in t.id for t in targets)):
+                    found.append(f"{rel}:{node.lineno}: {targets[0].id} = {value.value!r}")
+    return found
+
+
+def test_default_models_are_defined_in_settings_only():
+    # A planner, RobotAgent or the dashboard that named its own default would disagree with the rest.
+    found = model_literals(ROOT)
+    if found:
+        pytest.fail(f"default models must come from {SETTINGS}:\n" + "\n".join(found), pytrace=False)
+
+
+def test_model_check_finds_a_default_model_defined_outside_settings(tmp_path):
+    root = _tree(tmp_path, {
+        "rpent/settings.py": 'DEFAULT_MODEL = "claude-a"\n',
+        "rpent/planner/codex.py": 'from rpent.settings import DEFAULT_MODEL\nCODEX_DEFAULT_MODEL: str = "gpt-b"\n',
+    })
+    assert model_literals(root) == ["rpent/planner/codex.py:2: CODEX_DEFAULT_MODEL = 'gpt-b'"]

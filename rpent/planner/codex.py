@@ -24,12 +24,12 @@ from typing import Any
 from rpent.planner.base import AsyncPlanner, OperatorInput, PlannerResult, PlannerStatus, TokenUsage, check_positive
 from rpent.planner.cli_common import RunBridge, find_executable, terminate_group
 from rpent.planner.cli_run import MODEL_ENDED, CliRun
-from rpent.settings import missing_key_message
+from rpent.settings import CODEX_DEFAULT_MODEL, missing_key_message
 from rpent.tools.toolkit import Toolkit
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MODEL = "gpt-5.1-codex"
+DEFAULT_MODEL = CODEX_DEFAULT_MODEL
 #: How long a robot tool call waits for Codex's own announcement of it (the turn count then is exact).
 ANNOUNCE_TIMEOUT_S = 2.0
 # Codex features that have no place in robot control; the shell is added unless allow_shell.
