@@ -227,6 +227,7 @@ class OpenpiPolicyClient:
         """The rpent.rpc error for a failure of ``method``; KeyboardInterrupt and the like pass through."""
         import msgpack
         from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
+        from websockets.frames import CloseCode
 
         where = {"endpoint": str(self.endpoint), "method": method}
         if not isinstance(exc, Exception):
@@ -243,6 +244,8 @@ class OpenpiPolicyClient:
             limit = self.connect_timeout_s if method == "connect" else self.infer_timeout_s
             return RpcTimeout(f"no {wait} within {limit:g} s", **where)
         if isinstance(exc, ConnectionClosed):
+            if exc.sent is not None and exc.sent.code == CloseCode.MESSAGE_TOO_BIG:
+                return RpcProtocolError(f"reply is larger than {MAX_REPLY_BYTES // 2**20} MiB", **where)
             if exc.rcvd is None:
                 how = "the connection was cut without a websocket close (the server died or the network dropped)"
             else:

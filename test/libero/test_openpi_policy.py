@@ -220,7 +220,9 @@ def test_run_vla_without_images_is_refused_before_the_arm_moves(tmp_path):
             "remote PolicyServerError: ValueError: bad prompt",
         ),
         (CUT_MID_MESSAGE, "the connection was cut without a websocket close"),
+        (b"\x00" * (17 * 2**20), "reply is larger than 16 MiB"),
     ],
+    ids=["not-msgpack", "no-actions", "six-dims", "short-chunk", "nan", "traceback", "cut-mid-message", "oversized"],
 )
 def test_a_broken_reply_after_one_good_chunk_is_a_tool_error_and_the_arm_stays_put(tmp_path, reply, cause):
     env = FakeLiberoEnv()
