@@ -23,11 +23,11 @@ def plot_success(per_task: list[dict[str, Any]], path: Path) -> Path:
     positions = list(range(len(labels)))
     axes.bar(positions, rates, color="#4878a8", yerr=[below, above], capsize=4, ecolor="#333333")
     axes.set_xticks(positions, labels, rotation=45, ha="right", fontsize=8)
-    axes.set_ylim(0, 1.05)
+    axes.set_ylim(0, 1.12)
     axes.set_ylabel("success rate (Wilson 95% interval)")
     axes.set_title("success per task")
     for x, r in zip(positions, per_task, strict=True):
-        axes.annotate(f"{r['successes']}/{r['episodes']}", (x, 1.0), ha="center", fontsize=7)
+        axes.annotate(f"{r['successes']}/{r['episodes']}", (x, 1.04), ha="center", fontsize=7)
     figure.tight_layout()
     figure.savefig(path, format="png")
     return path

@@ -72,6 +72,10 @@ def run_sweep(sweep: Sweep, out: Path, *, ray_address: str | None = None, num_cp
             solved_before += bool(result.get("solved"))
     progress = progress or Progress(len(sweep.episodes()), concurrency=sweep.concurrency)
     progress.done, progress.solved = len(outcome.skipped_complete), solved_before
+    if pending and _budget_spent(sweep, outcome):  # a resumed sweep that had spent its budget
+        outcome.not_run.extend(e.id for e in pending)
+        progress.episodes_skipped(len(pending))
+        pending = []
     if not pending:
         progress.show()
         return outcome

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rpent.planner.base import PlannerResult, PlannerStatus
+from rpent.planner.base import PlannerResult, PlannerStatus, TokenUsage
 from rpent.planner.replay import ReplayPlanner
 
 GATE_TIMEOUT_S = 120.0
@@ -39,3 +39,16 @@ class RecipeReplayPlanner(ReplayPlanner):
 
     def __init__(self, *, recipe: str | Path = TOY_RECIPE, **_model_options: Any) -> None:
         super().__init__(recipe=recipe)
+
+
+class TokenSpendingReplayPlanner(RecipeReplayPlanner):
+    """A replay that reports `tokens_per_episode` tokens used, as a model planner would."""
+
+    def __init__(self, *, tokens_per_episode: int, **options: Any) -> None:
+        super().__init__(**options)
+        self.tokens = tokens_per_episode
+
+    def solve(self, **kwargs: Any) -> PlannerResult:
+        result = super().solve(**kwargs)
+        result.usage = TokenUsage(input_tokens=self.tokens)
+        return result

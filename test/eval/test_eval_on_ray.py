@@ -228,3 +228,19 @@ def _state(pid: int) -> str:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except (OSError, IndexError):
         return "Z"
+
+
+def test_no_new_episode_starts_once_the_sweeps_token_budget_is_spent(tmp_path, ray_head):
+    out = tmp_path / "sweep"
+    sweep = toy_sweep(concurrency=1, token_budget=1500, planner="eval_plugins:TokenSpendingReplayPlanner",
+                      recipe=None, planner_options={"tokens_per_episode": 1000})
+    outcome = run_sweep(sweep, out, ray_address=ray_head.address)
+    # One at a time: after two episodes (2000 tokens) the budget of 1500 is spent.
+    assert (outcome.ran, outcome.not_run, outcome.tokens_used) == (["toy-rep0", "toy-rep1"], ["toy-rep2", "toy-rep3"],
+                                                                     2000)
+    results = summarise(out)
+    assert [r["status"] for r in results["episodes"]] == ["finished", "finished", "not_run", "not_run"]
+    assert results["tokens"] == 2000 and results["per_task"][0]["episodes"] == 2
+    # A resume counts the tokens already spent: nothing more starts.
+    again = run_sweep(sweep, out, ray_address=ray_head.address)
+    assert (again.ran, again.not_run, again.tokens_used) == ([], ["toy-rep2", "toy-rep3"], 2000)

@@ -1,0 +1,134 @@
+"""`rpent eval` throughput: episodes per minute at 1 and 2 concurrent episodes, and what Ray adds per episode.
+
+    python bench/bench_eval.py [--episodes 4] [--suite libero_object] [--task-id 0]
+
+One Ray head is started for the whole benchmark (`ray start --head --node-ip-address=127.0.0.1`,
+its own temp dir, stopped at the end), so the figures are those of a sweep sent to a running
+cluster. Part 1 runs the same LIBERO replay sweep (task `--task-id`, init states 0..episodes-1)
+with concurrency 1 and then 2, each into a fresh folder, and reports episodes per minute and the
+ratio. Part 2 runs one episode as `rpent run` (a subprocess, as an operator would) and the same
+episode as a one-episode sweep, interleaved twice, and reports the difference of their wall
+times: the per-episode overhead of the sweep (Ray connect, a fresh worker, the result summary).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from rpent.eval.cluster import prepare_environment  # noqa: E402
+
+prepare_environment(loopback=True)
+
+from rpent.eval.progress import Progress  # noqa: E402
+from rpent.eval.schedule import run_sweep  # noqa: E402
+from rpent.eval.sweep import parse_sweep  # noqa: E402
+
+RECIPE = str(REPO / "robots/libero/recipes/{suite}_task{task}_pick_place.jsonl")
+
+
+class Quiet(Progress):
+    def show(self) -> None:
+        pass
+
+
+def start_head(temp_dir: Path) -> tuple[subprocess.Popen, str]:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    os.environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(32))
+    log = temp_dir / "head.log"
+    head = subprocess.Popen(
+        [str(Path(sys.executable).with_name("ray")), "start", "--head", "--node-ip-address=127.0.0.1",
+         f"--port={port}", "--num-cpus=2", "--include-dashboard=false", f"--temp-dir={temp_dir}",
+         "--disable-usage-stats", "--block"],
+        stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    deadline = time.monotonic() + 180
+    while "Ray runtime started" not in log.read_text():
+        if head.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"ray head did not start:\n{log.read_text()}")
+        time.sleep(0.2)
+    return head, f"127.0.0.1:{port}"
+
+
+def stop_head(head: subprocess.Popen) -> None:
+    head.send_signal(signal.SIGTERM)
+    try:
+        head.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(head.pid, signal.SIGKILL)
+        head.wait(timeout=10)
+
+
+def sweep_of(suite: str, task_id: int, init_states: list[int], concurrency: int):
+    return parse_sweep({"robot": "libero", "suites": [suite], "tasks": [task_id], "init_states": init_states,
+                        "recipe": RECIPE, "concurrency": concurrency, "memory_per_episode_mb": 2048})
+
+
+def timed_sweep(sweep, out: Path, address: str) -> float:
+    started = time.perf_counter()
+    outcome = run_sweep(sweep, out, ray_address=address, progress=Quiet(len(sweep.episodes())))
+    if outcome.failed:
+        raise SystemExit(f"episodes failed: {outcome.failed}")
+    return time.perf_counter() - started
+
+
+def timed_run(suite: str, task_id: int, out: Path) -> float:
+    recipe = RECIPE.format(suite=suite, task=task_id)
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "rpent", "run", "--robot", "libero", "--suite", suite, "--task-id",
+                    str(task_id), "--init-state", "0", "--planner", "replay", "--recipe", recipe, "--quiet",
+                    "--output-dir", str(out), "--memory-dir", str(out.parent / f"{out.name}-memory")],
+                   cwd=REPO, check=True, timeout=900)
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--episodes", type=int, default=4, help="episodes per sweep (default 4)")
+    parser.add_argument("--suite", default="libero_object")
+    parser.add_argument("--task-id", type=int, default=0)
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="be-", dir="/tmp"))
+    print(f"load average at start: {os.getloadavg()[0]:.1f} (2-core machine shared with other jobs); folders in {root}")
+    head, address = start_head(root)
+    try:
+        init_states = list(range(args.episodes))
+        rates = {}
+        for concurrency in (1, 2):
+            wall = timed_sweep(sweep_of(args.suite, args.task_id, init_states, concurrency), root / f"c{concurrency}",
+                               address)
+            rates[concurrency] = args.episodes / wall * 60
+            print(f"concurrency {concurrency}: {args.episodes} episodes in {wall:.0f} s = "
+                  f"{rates[concurrency]:.2f} episodes/min", flush=True)
+        print(f"ratio 2 / 1 concurrent: {rates[2] / rates[1]:.2f}")
+        runs, sweeps, inner = [], [], []
+        for i in range(2):
+            runs.append(timed_run(args.suite, args.task_id, root / f"run{i}"))
+            sweeps.append(timed_sweep(sweep_of(args.suite, args.task_id, [0], 1), root / f"one{i}", address))
+            inner.append(json.loads((root / f"one{i}" / f"{args.suite}-task{args.task_id:02d}-init00-rep0"
+                                     / "result.json").read_text())["wall_time_s"])
+        print(f"one episode: `rpent run` {statistics.median(runs):.1f} s, as a sweep on Ray "
+              f"{statistics.median(sweeps):.1f} s (median of 2, interleaved; the task itself {statistics.median(inner):.1f} s)")
+        print(f"per-episode overhead of the sweep over `rpent run`: {statistics.median(sweeps) - statistics.median(runs):+.1f} s")
+    finally:
+        stop_head(head)
+
+
+if __name__ == "__main__":
+    main()
