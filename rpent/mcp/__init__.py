@@ -22,9 +22,9 @@ _EXPORTS = {
     "find_mcp_config": "rpent.mcp.config",
     "load_mcp_config": "rpent.mcp.config",
     "ServerStatus": "rpent.mcp.connections",
-    "ChatResult": "rpent.mcp.agent",
+    "ChatResult": "rpent.mcp.chat_records",
     "RobotAgent": "rpent.mcp.agent",
-    "ToolCallRecord": "rpent.mcp.agent",
+    "ToolCallRecord": "rpent.mcp.chat_records",
     "ToolNameConflict": "rpent.mcp.agent",
 }
 

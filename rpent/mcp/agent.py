@@ -24,15 +24,23 @@ import asyncio
 import inspect
 import logging
 import os
-import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anthropic
 
+from rpent.mcp.chat_records import (
+    TOOL_NAME as _TOOL_NAME,
+)
+from rpent.mcp.chat_records import (
+    ChatResult,
+    ToolCallRecord,
+    block_dict,
+    check_local_tool,
+    result_block,
+)
 from rpent.mcp.config import CONFIG_NAME, MAX_ANCESTORS, find_mcp_config, load_mcp_config
 from rpent.mcp.connections import (
     ServerConnection,
@@ -52,7 +60,6 @@ OnToolCall = Callable[[str, dict[str, Any], str], Any]  # (name, arguments, resu
 OnText = Callable[[str], Any]
 
 LOCAL = "local"
-_TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,128}$")
 DEFAULT_SYSTEM_PROMPT = (
     "You control real hardware through tools. Call one tool at a time when order matters, read each "
     "result (and its images) before the next step, and say plainly when a tool reports an error."
@@ -66,42 +73,6 @@ _MAX_RETRY_DELAY_S = 8.0
 
 class ToolNameConflict(ValueError):
     """Two sources offer a tool with the same name; one would silently shadow the other."""
-
-
-@dataclass
-class ToolCallRecord:
-    """One tool call made during chat()."""
-
-    name: str
-    server: str  # the MCP server's name, or "local" for extra_tools
-    arguments: dict[str, Any]
-    content: list[dict[str, Any]]
-    is_error: bool
-    duration_s: float
-
-    @property
-    def text(self) -> str:
-        return "\n".join(b["text"] for b in self.content if b.get("type") == "text")
-
-    @property
-    def images(self) -> int:
-        return sum(1 for b in self.content if b.get("type") == "image")
-
-
-@dataclass
-class ChatResult:
-    """How one chat() ended: the model's final text, why it stopped, and the calls it made.
-
-    `discarded`: replies whose stream broke off, as far as they had arrived (never acted on).
-    """
-
-    text: str
-    stop_reason: str  # end_turn, stop_sequence, max_tokens, refusal, ... or "max_iterations", "output_cut_off"
-    iterations: int
-    tool_calls: list[ToolCallRecord] = field(default_factory=list)
-    input_tokens: int = 0
-    output_tokens: int = 0
-    discarded: list[dict[str, Any]] = field(default_factory=list)
 
 
 class RobotAgent:
@@ -156,7 +127,7 @@ class RobotAgent:
                               ("tool_timeout_s", tool_timeout_s if tool_timeout_s is not None else 1.0)):
             if not isinstance(value, (int, float)) or value <= 0:
                 raise ValueError(f"{option}: must be a positive number of seconds, got {value!r}")
-        self.extra_tools = [_check_local_tool(t, i) for i, t in enumerate(extra_tools or [])]
+        self.extra_tools = [check_local_tool(t, i) for i, t in enumerate(extra_tools or [])]
         if self.extra_tools and extra_dispatch is None:
             raise ValueError("extra_dispatch: required when extra_tools are given (it runs them)")
         key = api_key if api_key is not None else os.environ.get(api_key_env)
@@ -330,7 +301,7 @@ class RobotAgent:
                 return ChatResult(text, "output_cut_off", iteration, records, *usage, discarded=discarded)
             usage[0] += reply.usage.input_tokens or 0
             usage[1] += reply.usage.output_tokens or 0
-            blocks = [_block_dict(b) for b in reply.content if not (b.type == "text" and not b.text)]
+            blocks = [block_dict(b) for b in reply.content if not (b.type == "text" and not b.text)]
             if blocks:
                 self.messages.append({"role": "assistant", "content": blocks})
             tool_uses = [b for b in blocks if b["type"] == "tool_use"]
@@ -340,7 +311,7 @@ class RobotAgent:
                 return ChatResult(text, stop_reason, iteration, records, *usage, discarded=discarded)
             if reply.stop_reason == "max_tokens":
                 # A reply cut off mid-call may carry truncated arguments: never run it on a robot.
-                self._add_user([_result_block(b["id"], [{"type": "text", "text": TRUNCATED_TEXT}], True) for b in tool_uses])
+                self._add_user([result_block(b["id"], [{"type": "text", "text": TRUNCATED_TEXT}], True) for b in tool_uses])
                 continue
             self._add_user(await self._run_tools(tool_uses, on_tool_call, records))
         log.warning("chat stopped after max_iterations (%d) model requests", self.max_iterations)
@@ -382,14 +353,14 @@ class RobotAgent:
                 name, arguments = block["name"], dict(block.get("input") or {})
                 record = await self.call_tool(name, arguments)
                 records.append(record)
-                results.append(_result_block(block["id"], record.content, record.is_error))
+                results.append(result_block(block["id"], record.content, record.is_error))
                 if on_tool_call is not None:
                     await _maybe_await(on_tool_call(name, arguments, record.text))
         except BaseException as exc:
             # Every tool_use needs its tool_result, or the next request is refused.
             text = CANCELLED_TEXT if isinstance(exc, asyncio.CancelledError) else CALLBACK_FAILED_TEXT
             for block in tool_uses[len(results):]:
-                results.append(_result_block(block["id"], [{"type": "text", "text": text}], True))
+                results.append(result_block(block["id"], [{"type": "text", "text": text}], True))
             self._add_user(results)
             raise
         return results
@@ -422,35 +393,6 @@ class RobotAgent:
             self.messages[-1]["content"].extend(content)
         else:
             self.messages.append({"role": "user", "content": list(content)})
-
-
-def _result_block(tool_use_id: str, content: list[dict[str, Any]], is_error: bool) -> dict[str, Any]:
-    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_use_id, "content": content}
-    if is_error:
-        block["is_error"] = True
-    return block
-
-
-def _block_dict(block: Any) -> dict[str, Any]:
-    if block.type == "text":
-        return {"type": "text", "text": block.text}
-    if block.type == "tool_use":
-        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
-    data = block.model_dump(mode="json", exclude_none=True)  # thinking blocks go back verbatim
-    data.pop("parsed_output", None)
-    return data
-
-
-def _check_local_tool(spec: Any, index: int) -> dict[str, Any]:
-    where = f"extra_tools[{index}]"
-    if not isinstance(spec, dict):
-        raise ValueError(f"{where}: must be an Anthropic tool dict with name, description, input_schema")
-    name = spec.get("name")
-    if not isinstance(name, str) or not _TOOL_NAME.match(name):
-        raise ValueError(f"{where}.name: must match [a-zA-Z0-9_-]{{1,128}}, got {name!r}")
-    if not isinstance(spec.get("input_schema"), dict):
-        raise ValueError(f"{where}.input_schema: must be a JSON schema object")
-    return dict(spec)
 
 
 def _source(source: str) -> str:
