@@ -91,6 +91,9 @@ def eval_command(args: argparse.Namespace) -> int:
     except SweepError as exc:
         print(f"rpent: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("rpent eval: interrupted; the same command resumes the sweep", file=sys.stderr)
+        return 130
     print((out / TABLE_FILE).read_text(), end="")
     print(f"{out / RESULTS_FILE}, {out / TABLE_FILE}, {out / PLOT_FILE}", file=sys.stderr)
     failed = [r for r in results["episodes"] if r["status"] in ("crashed",)]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -17,11 +19,15 @@ class GatedReplayPlanner(ReplayPlanner):
     """A replay that first announces its process (`<gate_dir>/started-<pid>`) and waits for
     `<gate_dir>/open`: the test can kill the worker while an episode is certainly running."""
 
-    def __init__(self, *, recipe: str, gate_dir: str, **_model_options: Any) -> None:
+    def __init__(self, *, recipe: str, gate_dir: str, spawn_server: bool = False, **_model_options: Any) -> None:
         super().__init__(recipe=recipe)
         self.gate = Path(gate_dir)
+        self.spawn_server = spawn_server
 
     def solve(self, **kwargs: Any) -> PlannerResult:
+        if self.spawn_server:  # stands in for a simulator server the episode started (LIBERO's env_server)
+            server = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+            (self.gate / f"server-{server.pid}").write_text(str(server.pid))
         (self.gate / f"started-{os.getpid()}").write_text(str(os.getpid()))
         deadline = time.monotonic() + GATE_TIMEOUT_S
         while not (self.gate / "open").exists():

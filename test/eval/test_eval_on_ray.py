@@ -145,12 +145,12 @@ def test_a_sweep_runs_on_a_ray_head_started_with_ray_start(tmp_path, ray_head):
         assert list(ray_head.temp_dir.glob(f"session_*/logs/worker-*-{segment_of(record)['pid']}.*"))
 
 
-def test_a_worker_killed_mid_episode_is_retried_and_its_partial_record_kept_aside(tmp_path, ray_head):
+def test_a_worker_killed_mid_episode_is_retried_and_its_partial_record_and_servers_cleared(tmp_path, ray_head):
     gate = tmp_path / "gate"
     gate.mkdir()
     out = tmp_path / "sweep"
-    sweep = toy_sweep(repeats=1, concurrency=1, retries=1, planner="eval_plugins:GatedReplayPlanner",
-                      recipe=None, planner_options={"recipe": TOY_RECIPE, "gate_dir": str(gate)})
+    sweep = toy_sweep(repeats=1, concurrency=1, retries=1, planner="eval_plugins:GatedReplayPlanner", recipe=None,
+                      planner_options={"recipe": TOY_RECIPE, "gate_dir": str(gate), "spawn_server": True})
     finished = threading.Event()
     outcome = {}
 
@@ -173,6 +173,15 @@ def test_a_worker_killed_mid_episode_is_retried_and_its_partial_record_kept_asid
     assert segment_of(attempt)["pid"] == int(started[0].read_text())
     (row,) = summarise(out)["episodes"]
     assert (row["status"], row["solved"], row["attempts"]) == ("finished", True, 2)
+    # The server the killed attempt had started did not outlive it; the retry's own was stopped by its run.
+    servers = [int(p.read_text()) for p in gate.glob("server-*")]
+    try:
+        assert len(servers) == 2
+        wait_until(lambda: all(_state(pid) == "Z" for pid in servers), 60, "the episodes' servers to exit")
+    finally:
+        for pid in servers:
+            if _state(pid) != "Z":
+                os.kill(pid, signal.SIGKILL)
 
 
 def test_a_sweep_resumes_after_its_driver_is_killed_skipping_complete_episodes(tmp_path, ray_head):
