@@ -90,3 +90,17 @@ def test_a_sweep_folder_takes_only_its_own_sweep_back(tmp_path):
     (tmp_path / "other" / "notes.txt").write_text("x")
     with pytest.raises(SweepError, match=r"^--out: .* is not empty and holds no sweep.json"):
         claim_sweep_folder(tmp_path / "other", sweep)
+
+
+def test_each_axis_becomes_the_robots_own_flag(tmp_path):
+    from rpent.eval.episode import run_args
+
+    libero = parse_sweep({"robot": "libero", "suites": ["libero_spatial"], "tasks": [3], "init_states": [7],
+                          "seeds": [5], "recipe": TOY_RECIPE, "robot_args": ["--camera-size", "128"]})
+    args, _, _ = run_args(libero, libero.episodes()[0], tmp_path)
+    assert (args.suite, args.task_id, args.init_state, args.seed, args.camera_size) == ("libero_spatial", 3, 7, 5, 128)
+    assert args.output_dir == str(tmp_path / "libero_spatial-task03-init07-seed5-rep0")
+    assert args.memory_dir == str(tmp_path / "_memory" / "libero_spatial-task03-init07-seed5-rep0")
+    franka = parse_sweep({"robot": "franka", "seeds": [4], "planner": "api", "concurrency": 1})
+    args, _, _ = run_args(franka, franka.episodes()[0], tmp_path)
+    assert (args.sim, args.sim_seed, args.planner) == (True, 4, "api")  # a seeded scene is a simulated one
