@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pytest
 from dashboard_support import REPO, toy_args

@@ -137,7 +137,7 @@ def test_connect_without_any_mcp_json_or_local_tools_is_file_not_found(
     agent = RobotAgent()
     with pytest.raises(FileNotFoundError, match=r"\.mcp\.json"):
         asyncio.run(agent.connect())
-    with pytest.raises(FileNotFoundError, match="no-such.json"):
+    with pytest.raises(FileNotFoundError, match=r"no-such\.json"):
         asyncio.run(RobotAgent(None, tmp_path / "no-such.json").connect())
 
     async def local_only() -> list[str]:
