@@ -51,12 +51,49 @@ LOOPBACK_NAMES = ("127.0.0.1", "localhost")
 
 def create_app(session: DashboardSession, *, token: str | None = None, closing: threading.Event | None = None) -> ASGIApp:
     """The ASGI app for one session; with `token`, every request must carry it (see TokenGate)."""
-    closing = closing or threading.Event()
+    endpoints = _Endpoints(session, closing or threading.Event())
+    app: ASGIApp = Starlette(routes=endpoints.routes(), exception_handlers={RefusedRequest: _refused})
+    if token:
+        return TokenGate(app, token)
+    # Without a token only loopback names are served: a web page that rebinds its own DNS name to
+    # 127.0.0.1 still sends its own name as Host and is refused.
+    return TrustedHostMiddleware(app, allowed_hosts=list(LOOPBACK_NAMES))
 
-    async def index(request: Request) -> Response:
+
+async def _refused(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RefusedRequest)
+    return _error(exc.status, str(exc))
+
+
+class _Endpoints:
+    """The page, the JSON API, the event stream, frames and artifacts of one session."""
+
+    def __init__(self, session: DashboardSession, closing: threading.Event) -> None:
+        self.session = session
+        self.closing = closing
+
+    def routes(self) -> list[Route | Mount]:
+        return [
+            Route("/", self.index),
+            Route("/favicon.ico", self.favicon),
+            Route("/api/spec", self.spec),
+            Route("/api/state", self.state),
+            Route("/api/events", self.events),
+            Route("/api/tasks", self.start_task, methods=["POST"]),
+            Route("/api/task/message", self.message, methods=["POST"]),
+            Route("/api/task/note", self.note, methods=["POST"]),
+            Route("/api/task/abort", self.abort, methods=["POST"]),
+            Route("/api/requests/{request_id}", self.respond, methods=["POST"]),
+            Route("/frames/{channel}.jpg", self.frame),
+            Route("/artifacts/{task_id}/{path:path}", self.artifact),
+            Mount("/static", StaticFiles(directory=STATIC), name="static"),
+        ]
+
+    async def index(self, request: Request) -> Response:
         return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-store"})
 
-    async def spec(request: Request) -> Response:
+    async def spec(self, request: Request) -> Response:
+        session = self.session
         d = session.dashboard
         return JSONResponse({
             "robot": session.spec.name,
@@ -68,21 +105,21 @@ def create_app(session: DashboardSession, *, token: str | None = None, closing: 
             "frame_channels": [{"name": c.name, "label": c.label, "max_fps": c.max_fps} for c in d.frame_channels],
         })
 
-    async def favicon(request: Request) -> Response:
+    async def favicon(self, request: Request) -> Response:
         return FileResponse(STATIC / "favicon.svg", media_type="image/svg+xml")
 
-    async def state(request: Request) -> Response:
-        return JSONResponse(session.snapshot(), headers={"Cache-Control": "no-store"})
+    async def state(self, request: Request) -> Response:
+        return JSONResponse(self.session.snapshot(), headers={"Cache-Control": "no-store"})
 
-    async def events(request: Request) -> Response:
+    async def events(self, request: Request) -> Response:
         cursor = _start_cursor(request)
-        return StreamingResponse(_stream(session, cursor, closing), media_type="text/event-stream",
+        return StreamingResponse(_stream(self.session, cursor, self.closing), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
 
-    async def start_task(request: Request) -> Response:
+    async def start_task(self, request: Request) -> Response:
         body = await _json_body(request)
         try:
-            task_id = await run_in_threadpool(lambda: session.start_task(
+            task_id = await run_in_threadpool(lambda: self.session.start_task(
                 body.get("fields", {}), planner=body.get("planner"), recipe=body.get("recipe"), reset=body.get("reset")))
         except TaskFormError as exc:
             log.warning("refused to start a task: %s", exc)
@@ -92,23 +129,23 @@ def create_app(session: DashboardSession, *, token: str | None = None, closing: 
             return _error(409, str(exc))
         return JSONResponse({"task_id": task_id}, status_code=201)
 
-    async def message(request: Request) -> Response:
-        return await _text_action(request, session.send_message)
+    async def message(self, request: Request) -> Response:
+        return await _text_action(request, self.session.send_message)
 
-    async def note(request: Request) -> Response:
-        return await _text_action(request, session.add_note)
+    async def note(self, request: Request) -> Response:
+        return await _text_action(request, self.session.add_note)
 
-    async def abort(request: Request) -> Response:
+    async def abort(self, request: Request) -> Response:
         body = await _json_body(request)
         reason = str(body.get("reason") or "operator abort")
-        if not await run_in_threadpool(session.abort, reason):
+        if not await run_in_threadpool(self.session.abort, reason):
             return _error(409, "no task is running")
         return JSONResponse({"aborted": True})
 
-    async def respond(request: Request) -> Response:
+    async def respond(self, request: Request) -> Response:
         body = await _json_body(request)
         try:
-            outcome = session.interaction.respond(request.path_params["request_id"],
+            outcome = self.session.interaction.respond(request.path_params["request_id"],
                                                   approve=body.get("approve"), answer=body.get("answer"))
         except StaleRequest as exc:
             return _error(409, str(exc))
@@ -116,8 +153,8 @@ def create_app(session: DashboardSession, *, token: str | None = None, closing: 
             return _error(400, str(exc))
         return JSONResponse({"outcome": outcome})
 
-    async def frame(request: Request) -> Response:
-        latest = session.frames.latest(request.path_params["channel"])
+    async def frame(self, request: Request) -> Response:
+        latest = self.session.frames.latest(request.path_params["channel"])
         if latest is None:
             return _error(404, f"no frame channel {request.path_params['channel']!r}")
         if not latest.jpeg:
@@ -125,40 +162,14 @@ def create_app(session: DashboardSession, *, token: str | None = None, closing: 
         return Response(latest.jpeg, media_type="image/jpeg",
                         headers={"Cache-Control": "no-store", "X-Frame-Number": str(latest.n)})
 
-    async def artifact(request: Request) -> Response:
-        root = session.task_dir(request.path_params["task_id"])
+    async def artifact(self, request: Request) -> Response:
+        root = self.session.task_dir(request.path_params["task_id"])
         if root is None:
             return _error(404, "no such task")
         path = (root / request.path_params["path"]).resolve()
         if not path.is_relative_to(root.resolve()) or not path.is_file():
             return _error(404, "no such file in the task's record")
         return FileResponse(path)
-
-    routes = [
-        Route("/", index),
-        Route("/favicon.ico", favicon),
-        Route("/api/spec", spec),
-        Route("/api/state", state),
-        Route("/api/events", events),
-        Route("/api/tasks", start_task, methods=["POST"]),
-        Route("/api/task/message", message, methods=["POST"]),
-        Route("/api/task/note", note, methods=["POST"]),
-        Route("/api/task/abort", abort, methods=["POST"]),
-        Route("/api/requests/{request_id}", respond, methods=["POST"]),
-        Route("/frames/{channel}.jpg", frame),
-        Route("/artifacts/{task_id}/{path:path}", artifact),
-        Mount("/static", StaticFiles(directory=STATIC), name="static"),
-    ]
-    async def refused(request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, RefusedRequest)
-        return _error(exc.status, str(exc))
-
-    app: ASGIApp = Starlette(routes=routes, exception_handlers={RefusedRequest: refused})
-    if token:
-        return TokenGate(app, token)
-    # Without a token only loopback names are served: a web page that rebinds its own DNS name to
-    # 127.0.0.1 still sends its own name as Host and is refused.
-    return TrustedHostMiddleware(app, allowed_hosts=list(LOOPBACK_NAMES))
 
 
 async def _stream(session: DashboardSession, cursor: int, closing: threading.Event) -> AsyncIterator[str]:

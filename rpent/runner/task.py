@@ -116,26 +116,11 @@ class TaskRun:
 
     def _finish(self, result: PlannerResult | None, error: str | None, started: float) -> dict[str, Any]:
         """Always: solved(), transcript, finish result with operator fields, recipe, video, result.json."""
-        config, toolkit, segment = self.config, self.toolkit, self.segment
-        output_dir = config.output_dir
-        solved = None
-        scene: dict[str, Any] | None = None
-        finish: dict[str, Any] | None = None
+        toolkit, segment = self.toolkit, self.segment
+        solved, scene, finish = self._verdict(toolkit)
         recipe_path: Path | None = None
         episode = None
-        published = None
         try:
-            if toolkit is not None:
-                try:
-                    solved = toolkit.solved()
-                except Exception:
-                    log.exception("solved() failed")
-                try:  # optional: toolkits reached over ROS do not offer it
-                    scene_state = getattr(toolkit, "scene_state", None)
-                    scene = scene_state() if scene_state is not None else None
-                except Exception:
-                    log.exception("scene_state() failed")
-                finish = dict(toolkit.finish_result) if toolkit.finish_result is not None else None
             with self._lock:
                 aborted = self.aborted
             operator = self.operator.fields()
@@ -146,15 +131,50 @@ class TaskRun:
                 write_json(segment.file("transcript.json"), result.transcript)
             ok = qualifies_for_memory(finish, solved) and aborted is None and error is None
             if toolkit is not None and ok:
-                recipe_path = toolkit.write_recipe(config.recipe_tag)
+                recipe_path = toolkit.write_recipe(self.config.recipe_tag)
         finally:
             if toolkit is not None:
                 try:
                     episode = toolkit.close(timeout=30)
                 except Exception:
                     log.exception("closing the toolkit failed")
+        summary = self._summary(result, error, started, aborted, finish, solved, episode, recipe_path)
+        if scene is not None:  # robots with ground truth (simulators) only
+            summary["scene"] = scene
+        write_json(segment.file("result.json"), summary)
+        published = self._publish(recipe_path, started)
+        log.info(
+            "task ended: status=%s finish=%s solved=%s turns=%s wall=%.1fs%s",
+            summary["status"], summary["finish_status"], solved, summary["turns"], summary["wall_time_s"],
+            f" published={published}" if published else "",
+        )
+        return summary
+
+    @staticmethod
+    def _verdict(toolkit: Any) -> tuple[bool | None, dict[str, Any] | None, dict[str, Any] | None]:
+        """The toolkit's own view of the outcome: solved(), the scene's ground truth, the finish result."""
+        if toolkit is None:
+            return None, None, None
+        solved = scene = None
+        try:
+            solved = toolkit.solved()
+        except Exception:
+            log.exception("solved() failed")
+        try:  # optional: toolkits reached over ROS do not offer it
+            scene_state = getattr(toolkit, "scene_state", None)
+            scene = scene_state() if scene_state is not None else None
+        except Exception:
+            log.exception("scene_state() failed")
+        finish = dict(toolkit.finish_result) if toolkit.finish_result is not None else None
+        return solved, scene, finish
+
+    def _summary(self, result: PlannerResult | None, error: str | None, started: float, aborted: str | None,
+                 finish: dict[str, Any] | None, solved: bool | None, episode: Any, recipe_path: Path | None,
+                 ) -> dict[str, Any]:
+        """result.json: what ran, how it ended and where its record is."""
+        config = self.config
         status = "aborted" if aborted is not None else (result.status.value if result is not None else "error")
-        summary = {
+        return {
             "robot": config.robot,
             "task": config.task,
             "planner": self.planner_name,
@@ -167,29 +187,26 @@ class TaskRun:
             "turns": result.turns if result is not None else 0,
             "usage": result.usage.to_dict() if result is not None else None,
             "wall_time_s": round(time.time() - started, 3),
-            "output_dir": str(output_dir),
-            "segment": segment.number,
+            "output_dir": str(config.output_dir),
+            "segment": self.segment.number,
             "episode": str(episode) if episode else None,
             "recipe": str(recipe_path) if recipe_path else None,
             "error": error or (result.error if result is not None else None),
         }
-        if scene is not None:  # robots with ground truth (simulators) only
-            summary["scene"] = scene
-        write_json(segment.file("result.json"), summary)
-        if recipe_path is not None and toolkit is not None and toolkit.memory is not None:
-            try:
-                published = publish_to_memory(
-                    toolkit.memory, [recipe_path, segment.file("result.json"), output_dir / "steps.jsonl"],
-                    self.run_id or run_id_for(config.robot, started),
-                )
-            except Exception:
-                log.exception("publishing to memory failed")
-        log.info(
-            "task ended: status=%s finish=%s solved=%s turns=%s wall=%.1fs%s",
-            status, summary["finish_status"], solved, summary["turns"], summary["wall_time_s"],
-            f" published={published}" if published else "",
-        )
-        return summary
+
+    def _publish(self, recipe_path: Path | None, started: float) -> Any:
+        """A successful run's recipe and record into the robot's memory; what was published, or None."""
+        toolkit, segment = self.toolkit, self.segment
+        if recipe_path is None or toolkit is None or toolkit.memory is None:
+            return None
+        try:
+            return publish_to_memory(
+                toolkit.memory, [recipe_path, segment.file("result.json"), self.config.output_dir / "steps.jsonl"],
+                self.run_id or run_id_for(self.config.robot, started),
+            )
+        except Exception:
+            log.exception("publishing to memory failed")
+            return None
 
     @property
     def succeeded(self) -> bool:

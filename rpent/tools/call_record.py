@@ -6,16 +6,18 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rpent.tools.call import ToolCall
 from rpent.tools.events import DashboardEventSink
 from rpent.tools.record import Segment
 from rpent.tools.recording import VideoRecorder
 from rpent.tools.result import ToolResult, describe_exception
 from rpent.tools.steps import StepLog
+
+if TYPE_CHECKING:  # annotations only: ToolCall itself refers back to the Toolkit
+    from rpent.tools.call import ToolCall
 
 log = logging.getLogger("rpent.tools.toolkit")  # one logger for the toolkit's whole story in run.log
 
