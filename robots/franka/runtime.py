@@ -17,7 +17,7 @@ from robots.franka.config import ArmConfig, CameraConfig, FrankaConfig
 from robots.franka.connect import RobotLink
 from robots.franka.franky_arm import FrankyArm
 from robots.franka.franky_gripper import FrankyGripper
-from robots.franka.safety import SafetyConfig
+from robots.franka.safety import SafetyConfig, SafetyEnvelope
 from rpent.runtime.arm import ApprovalChannel, RuntimeFault
 from rpent.runtime.camera import Camera
 
@@ -167,27 +167,7 @@ def build_runtime(
     if sim_seed is not None and not sim:
         raise ValueError("sim_seed: only with sim (a random scene exists only in the simulator)")
     if sim:
-        from robots.franka.sim import FrankaSim, SimScene
-
-        if scene is None:
-            scene = SimScene() if len(arm_cfgs) == 1 else SimScene.dual()
-        if len(scene.arm_positions) != len(arm_cfgs):
-            raise ValueError(f"arms: the sim scene has {len(scene.arm_positions)} arms, the config {len(arm_cfgs)}")
-        if sim_seed is not None:
-            from robots.franka.scene_layout import random_scene
-
-            scene = random_scene(
-                sim_seed, scene,
-                [safety.envelope(cfg.name, pos) for cfg, pos in zip(arm_cfgs, scene.arm_positions, strict=True)],
-                [cfg.home_joints_rad for cfg in arm_cfgs],
-                image_aspect=config.sim_camera_width / config.sim_camera_height,
-            )
-        simulator = FrankaSim(scene).start()
-        # The simulated scene is the truth of where each arm stands.
-        arm_cfgs = [
-            cfg.model_copy(update={"host": host, "base_xyz_m": tuple(position)})
-            for cfg, host, position in zip(arm_cfgs, simulator.hosts, scene.arm_positions, strict=False)
-        ]
+        simulator, arm_cfgs = _start_sim(config, safety, arm_cfgs, scene, sim_seed)
     runtime = FrankaRuntime(
         arms={},
         grippers={},
@@ -199,27 +179,7 @@ def build_runtime(
     )
     try:
         for cfg in arm_cfgs:
-            envelope = safety.envelope(cfg.name, cfg.base_xyz_m)
-            link = RobotLink(cfg.host)  # the arm and its hand notice a vanished robot together
-            runtime.arms[cfg.name] = FrankyArm(
-                cfg.host,
-                name=cfg.name,
-                envelope=envelope,
-                dynamics_factor=cfg.dynamics_factor,
-                torque_threshold_nm=cfg.torque_threshold_nm,
-                force_threshold_n=cfg.force_threshold_n,
-                connect_timeout_s=cfg.connect_timeout_s,
-                link=link,
-            )
-            if cfg.gripper:
-                runtime.grippers[cfg.name] = FrankyGripper(
-                    cfg.host,
-                    name=f"{cfg.name}_gripper",
-                    envelope=envelope,
-                    speed_m_s=cfg.gripper_speed_m_s,
-                    connect_timeout_s=cfg.connect_timeout_s,
-                    link=link,
-                )
+            _connect_arm(runtime, cfg, safety.envelope(cfg.name, cfg.base_xyz_m))
         if simulator is not None and sim_cameras:
             runtime.cameras.extend(sim_cameras_of(simulator, config, [cfg.name for cfg in arm_cfgs]))
         elif simulator is None:
@@ -234,3 +194,53 @@ def build_runtime(
         runtime.close()
         raise RuntimeFault("no arms configured")
     return runtime
+
+
+def _start_sim(config: FrankaConfig, safety: SafetyConfig, arm_cfgs: list[ArmConfig], scene: SimScene | None,
+               sim_seed: int | None) -> tuple[FrankaSim, list[ArmConfig]]:
+    """Start franky-sim with the scene (random with `sim_seed`); the arm configs pointed at its hosts."""
+    from robots.franka.sim import FrankaSim, SimScene
+
+    if scene is None:
+        scene = SimScene() if len(arm_cfgs) == 1 else SimScene.dual()
+    if len(scene.arm_positions) != len(arm_cfgs):
+        raise ValueError(f"arms: the sim scene has {len(scene.arm_positions)} arms, the config {len(arm_cfgs)}")
+    if sim_seed is not None:
+        from robots.franka.scene_layout import random_scene
+
+        scene = random_scene(
+            sim_seed, scene,
+            [safety.envelope(cfg.name, pos) for cfg, pos in zip(arm_cfgs, scene.arm_positions, strict=True)],
+            [cfg.home_joints_rad for cfg in arm_cfgs],
+            image_aspect=config.sim_camera_width / config.sim_camera_height,
+        )
+    simulator = FrankaSim(scene).start()
+    # The simulated scene is the truth of where each arm stands.
+    return simulator, [
+        cfg.model_copy(update={"host": host, "base_xyz_m": tuple(position)})
+        for cfg, host, position in zip(arm_cfgs, simulator.hosts, scene.arm_positions, strict=False)
+    ]
+
+
+def _connect_arm(runtime: FrankaRuntime, cfg: ArmConfig, envelope: SafetyEnvelope) -> None:
+    """The arm of `cfg` and, if it has one, its hand, into `runtime`."""
+    link = RobotLink(cfg.host)  # the arm and its hand notice a vanished robot together
+    runtime.arms[cfg.name] = FrankyArm(
+        cfg.host,
+        name=cfg.name,
+        envelope=envelope,
+        dynamics_factor=cfg.dynamics_factor,
+        torque_threshold_nm=cfg.torque_threshold_nm,
+        force_threshold_n=cfg.force_threshold_n,
+        connect_timeout_s=cfg.connect_timeout_s,
+        link=link,
+    )
+    if cfg.gripper:
+        runtime.grippers[cfg.name] = FrankyGripper(
+            cfg.host,
+            name=f"{cfg.name}_gripper",
+            envelope=envelope,
+            speed_m_s=cfg.gripper_speed_m_s,
+            connect_timeout_s=cfg.connect_timeout_s,
+            link=link,
+        )
