@@ -13,24 +13,14 @@ _TEST_DIR = str(Path(__file__).resolve().parents[1])
 if _TEST_DIR not in sys.path:
     sys.path.insert(0, _TEST_DIR)
 
-from dashboard_support import Served, serve  # noqa: E402
+from dashboard_support import Served, serve, serving  # noqa: E402
 from fakes.fixtures import model_server, model_server_process  # noqa: E402,F401
 
 
 @pytest.fixture
 def served_factory(tmp_path: Path) -> Iterator[Callable[..., Served]]:
-    started: list[Served] = []
-
-    def make(*extra: str, bus_capacity: int = 4096) -> Served:
-        served = serve(tmp_path, *extra, bus_capacity=bus_capacity)
-        started.append(served)
-        return served
-
-    yield make
-    for served in started:
-        served.client.close()
-        served.server.stop()
-        served.session.stop()
+    with serving(lambda *extra, bus_capacity=4096: serve(tmp_path, *extra, bus_capacity=bus_capacity)) as make:
+        yield make
 
 
 # Browser fixtures (browser, page) for the browser tests; imported last: they use Served from here.

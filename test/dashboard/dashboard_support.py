@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,25 @@ class Served:
         if state is None:
             raise AssertionError(f"state never matched; last state: {json.dumps(self.session.snapshot())[:3000]}")
         return state
+
+
+@contextmanager
+def serving(start: Callable[..., Served]) -> Iterator[Callable[..., Served]]:
+    """A factory of served sessions (each made by `start`); all of them are stopped on exit."""
+    started: list[Served] = []
+
+    def make(*args: Any, **kwargs: Any) -> Served:
+        served = start(*args, **kwargs)
+        started.append(served)
+        return served
+
+    try:
+        yield make
+    finally:
+        for served in started:
+            served.client.close()
+            served.server.stop()
+            served.session.stop()
 
 
 def serve(tmp_path: Path, *extra: str, bus_capacity: int = 4096) -> Served:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from browser_support import CHROMIUM, WAIT_MS, open_dashboard, shot
-from dashboard_support import REPO, Served
+from dashboard_support import REPO, Served, serving
 
 from rpent.cli.main import build_parser
 from rpent.dashboard.cli import DashboardServer
@@ -30,9 +30,7 @@ pytestmark = [
 
 @pytest.fixture
 def franka_served(tmp_path: Path) -> Iterator[Any]:
-    started: list[Served] = []
-
-    def make(*extra: str) -> Served:
+    def start(*extra: str) -> Served:
         module = load_robot("franka")
         spec = module.get_robot_spec()
         parser = build_parser(spec)  # includes the dashboard flags
@@ -40,15 +38,10 @@ def franka_served(tmp_path: Path) -> Iterator[Any]:
                                   "--output-dir", str(tmp_path / "runs"), "--memory-dir", str(tmp_path / "memory"), *extra])
         session = DashboardSession(args=args, spec=spec, robot=module, output_root=tmp_path / "runs")
         session.start()
-        served = Served(session, DashboardServer(session, host="127.0.0.1", port=0).start())
-        started.append(served)
-        return served
+        return Served(session, DashboardServer(session, host="127.0.0.1", port=0).start())
 
-    yield make
-    for served in started:
-        served.client.close()
-        served.server.stop()
-        served.session.stop()
+    with serving(start) as make:
+        yield make
 
 
 def wait_sim_seconds(runtime: Any, seconds: float, wall_timeout_s: float = 30.0) -> None:

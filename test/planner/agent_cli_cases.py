@@ -69,52 +69,43 @@ def abort_mid_motion(model_server: FakeModelServer, tmp_path: Path, solve: Solve
         toolkit.close()
 
 
-def operator_message_in_next_tool_result(model_server: FakeModelServer, toolkit: ToyToolkit, solve: Solve,
-                                         robot: Robot, last_tool_text: LastText) -> PlannerResult:
-    """A message sent while the model thinks reaches it inside the next tool result."""
+def _operator_message_reaches_the_model(model_server: FakeModelServer, toolkit: ToyToolkit, solve: Solve,
+                                       robot: Robot, first_reply: Reply, text: str,
+                                       seen_by: LastText) -> tuple[PlannerResult, str]:
+    """The operator sends `text` while the model writes `first_reply`; returns the run and what the model saw next."""
     inputs: queue.Queue[Any] = queue.Queue()
-    seen: dict[str, Any] = {}
+    seen: list[str] = []
 
     def first(body: dict[str, Any]) -> Reply:
-        inputs.put(OperatorMessage("use the blue block instead"))
+        inputs.put(OperatorMessage(text))
         inputs.join()  # the planner's inbox holds it now
-        return Reply([robot("get_state")])
+        return first_reply
 
-    def after_state(body: dict[str, Any]) -> Reply:
-        seen["text"] = last_tool_text(body)
-        return Reply([robot("finish", status="failure", summary="Told to switch blocks.")])
+    def then(body: dict[str, Any]) -> Reply:
+        seen.append(seen_by(body))
+        return Reply([robot("finish", status="failure", summary="Done as the operator said.")])
 
-    model_server.script(first, after_state)
+    model_server.script(first, then)
     model_server.when_exhausted = Reply([Text("Done.")])
     result = solve(model_server, toolkit, input_queue=inputs)
 
     assert result.status is PlannerStatus.FINISHED
-    assert "Message from the operator: use the blue block instead" in seen["text"]
-    return result
+    assert f"Message from the operator: {text}" in seen[0]
+    return result, seen[0]
+
+
+def operator_message_in_next_tool_result(model_server: FakeModelServer, toolkit: ToyToolkit, solve: Solve,
+                                         robot: Robot, last_tool_text: LastText) -> PlannerResult:
+    """A message sent while the model thinks reaches it inside the next tool result."""
+    return _operator_message_reaches_the_model(model_server, toolkit, solve, robot, Reply([robot("get_state")]),
+                                               "use the blue block instead", last_tool_text)[0]
 
 
 def operator_message_after_turn_end(model_server: FakeModelServer, toolkit: ToyToolkit, solve: Solve,
                                     robot: Robot, last_input: LastText) -> str:
-    """A message that arrives after the model ended its turn is sent as a new turn; returns what it saw."""
-    inputs: queue.Queue[Any] = queue.Queue()
-    seen: dict[str, Any] = {}
-
-    def ends_turn(body: dict[str, Any]) -> Reply:
-        inputs.put(OperatorMessage("please finish now"))
-        inputs.join()
-        return Reply([Text("I will wait.")])
-
-    def told(body: dict[str, Any]) -> Reply:
-        seen["input"] = last_input(body)
-        return Reply([robot("finish", status="failure", summary="Finished on request.")])
-
-    model_server.script(ends_turn, told)
-    model_server.when_exhausted = Reply([Text("Done.")])
-    result = solve(model_server, toolkit, input_queue=inputs)
-
-    assert result.status is PlannerStatus.FINISHED
-    assert "Message from the operator: please finish now" in seen["input"]
-    return seen["input"]
+    """A message that arrives as the model ends its turn is sent as a new turn; returns what the model saw."""
+    return _operator_message_reaches_the_model(model_server, toolkit, solve, robot, Reply([Text("I will wait.")]),
+                                               "please finish now", last_input)[1]
 
 
 def nudged_once_then_ended(model_server: FakeModelServer, toolkit: ToyToolkit, solve: Solve,
