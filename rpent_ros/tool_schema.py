@@ -11,7 +11,6 @@ to 0.6 (got 5)"). Values a JSON text cannot carry (tuples, bytes, NaN, numpy sca
 
 from __future__ import annotations
 
-import json
 import math
 import reprlib
 import sys
@@ -22,6 +21,7 @@ import jsonschema
 from jsonschema.exceptions import ValidationError
 
 from rpent.tools import ToolArgumentError
+from rpent.tools.call_values import arguments_mapping
 from rpent.tools.tool import MAX_ARGUMENT_DEPTH
 
 
@@ -58,7 +58,7 @@ class ArgumentChecker:
         self._order = {name: index for index, name in enumerate(names)}  # problems in field order, as pydantic
     def check(self, arguments: Any) -> dict[str, Any]:
         """The arguments as a JSON object, or ToolArgumentError naming each field and the rule it broke."""
-        mapping = self._as_mapping(arguments)
+        mapping = arguments_mapping(arguments, self.tool)
         problems = list(_not_json(mapping, ()))
         if not problems:
             # One problem per place, the first found, as pydantic reports them (jsonschema may find two: a
@@ -71,21 +71,6 @@ class ArgumentChecker:
         if problems:
             raise ToolArgumentError(f"invalid arguments for tool '{self.tool}': " + "; ".join(problems))
         return mapping
-
-    def _as_mapping(self, arguments: Any) -> dict[str, Any]:
-        refusal = f"invalid arguments for tool '{self.tool}': "
-        if arguments is None:
-            return {}
-        if isinstance(arguments, (str, bytes)):
-            try:
-                arguments = json.loads(arguments or "{}")
-            except RecursionError:
-                raise ToolArgumentError(refusal + f"JSON nested deeper than {MAX_ARGUMENT_DEPTH} levels") from None
-            except ValueError as exc:
-                raise ToolArgumentError(refusal + f"not valid JSON ({exc})") from None
-        if not isinstance(arguments, Mapping):
-            raise ToolArgumentError(refusal + f"must be a JSON object, got {type(arguments).__name__}")
-        return dict(arguments)
 
     def _describe(self, error: ValidationError) -> Iterator[str]:
         where = ".".join(str(part) for part in error.absolute_path)
