@@ -88,7 +88,7 @@ FORBIDDEN: dict[str, dict[str, str]] = {
     "cli": {"robots": _OUTWARD, "ros": _OUTWARD},
     "entry": {"robots": _OUTWARD, "ros": _OUTWARD},
     "robots": {"ros": "robots run without ROS: only rpent_ros imports rclpy; a robot declares its runtime "
-                      "components as data (RobotSpec.runtime_components)",
+                      "nodes as data (RobotSpec.runtime_nodes)",
                "cli": _CLI,
                "dashboard": "a robot describes its dashboard as data (rpent.robot); the dashboard is above robots"},
     "ros": {"cli": _CLI},
