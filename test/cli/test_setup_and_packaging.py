@@ -23,6 +23,10 @@ case "$*" in
     echo "  Downloading franky_sim-1.0.4-py3-none-any.whl (12.0 MB)"
     echo "Installing collected packages: franky-sim"
     exit "${STUB_PIP_RC:-0}" ;;
+  *"--no-deps openpi-client=="*)
+    echo "Collecting openpi-client==0.1.2"
+    echo "Installing collected packages: openpi-client"
+    exit 0 ;;
 esac
 echo "unexpected: $*" >&2; exit 3
 """
@@ -60,6 +64,7 @@ def test_setup_names_each_long_phase_and_passes_on_pips_progress(tmp_path):
     assert "setup: pip install -e .[dev]: rpent and every extra" in out and "several minutes" in out
     assert "  pip: Collecting franky-sim==1.0.4" in out and "  pip:   Downloading franky_sim" in out
     assert "Requirement already satisfied" not in out  # a re-run stays short
+    assert "setup: pip install --no-deps openpi-client==0.1.2" in out and "  pip: Collecting openpi-client" in out
     assert "setup: npm ci: the pinned Codex CLI" in out and "  npm: added 3 packages" in out
     assert out.rstrip().splitlines()[-1].startswith("setup: done in ")
 
