@@ -18,6 +18,10 @@ from rpent.eval.cluster import prepare_environment
 
 # Before anything imports ray: the loopback-only single-machine mode is read at import time.
 prepare_environment(loopback=True)
+# One token for every Ray of this session (local instances, the head, drivers in subprocesses): a
+# process reads its token once, and ~/.ray/auth_token is the developer's, not the tests'.
+os.environ["RAY_AUTH_MODE"] = "token"
+os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
 
 HERE = Path(__file__).resolve().parent
 RAY_BIN = str(Path(sys.executable).with_name("ray"))
@@ -51,9 +55,6 @@ def ray_head(worker_env):
     """
     temp_dir = short_temp_dir("rh-")
     port = free_port()
-    token = secrets.token_hex(32)
-    saved = {k: os.environ.get(k) for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN")}
-    os.environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=token)
     log = (temp_dir / "head.log").open("w")
     head = subprocess.Popen(
         [RAY_BIN, "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}", "--num-cpus=2",
@@ -75,8 +76,3 @@ def ray_head(worker_env):
             os.killpg(head.pid, signal.SIGKILL)  # the head's own session: only what it started
             head.wait(timeout=10)
         log.close()
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value

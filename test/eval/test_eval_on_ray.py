@@ -195,10 +195,13 @@ def test_a_sweep_resumes_after_its_driver_is_killed_skipping_complete_episodes(t
     )
     started_by_driver: set[int] = set()
     try:
-        def first_complete():
+        def halfway():  # one episode complete and the next one under way
             started_by_driver.update(descendants(driver.pid))
-            return [p for p in sorted(out.glob("toy-rep*")) if is_complete(p)]
-        done_before = wait_until(first_complete, 240, "the first episode to complete")
+            records = sorted(out.glob("toy-rep*"))
+            complete = [p for p in records if is_complete(p)]
+            running = [p for p in records if not is_complete(p) and (p / "segments.jsonl").exists()]
+            return complete if complete and running else None
+        done_before = wait_until(halfway, 240, "one episode complete and the next one running", interval_s=0.05)
         started_by_driver.update(descendants(driver.pid))
         driver.kill()
         driver.wait(timeout=30)
@@ -206,7 +209,7 @@ def test_a_sweep_resumes_after_its_driver_is_killed_skipping_complete_episodes(t
         _stop(driver, started_by_driver)
     before = {p.name: (p / "result.json").read_bytes() for p in done_before}
     partial = [p.name for p in out.glob("toy-rep*") if not is_complete(p)]
-    assert len(before) < 4, "the driver finished before it could be killed"
+    assert partial and len(before) < 4, "the driver was not killed halfway"
 
     outcome = run_sweep(toy_sweep(concurrency=1), out, ray_address=ray_head.address)
     assert sorted(outcome.skipped_complete) == sorted(before)
