@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from rpent.memory import MemoryManager
-from rpent.tools import Toolkit
+from rpent.tools import Toolkit, ToolResult
 from rpent.tools.images import encode_png
 
 RACE_ATTEMPTS = 5000
@@ -181,59 +181,32 @@ def _assert_race_was_live(outcomes: Counter[str]) -> None:
     assert outcomes["inside"] + outcomes["refused"] == RACE_ATTEMPTS, dict(outcomes)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("swap", READ_SWAPS)
-def test_read_text_file_never_reads_outside_while_links_are_swapped_in(base, mode, swap):
-    kit, lab = _lab(base, mode)
-    path = _tool_path(lab, mode, "inbox/box/note.txt")
-
-    def call() -> str:
-        result = kit.execute_tool("read_text_file", {"path": path})
-        if result.is_error:
-            return _refusal(result.error)
-        return "escape" if SECRET_TEXT in result.data["text"] else "inside"
-
-    outcomes, swaps = _race(kit, _read_flip(lab, swap, "note.txt"), call)
-    _report("read_text_file", swap, mode, outcomes, swaps)
-    assert outcomes["escape"] == 0, dict(outcomes)
-    _assert_race_was_live(outcomes)
+# Each reading tool: the path it is pointed at, and whether its result shows what lies outside.
+READERS: dict[str, tuple[str, Callable[[ToolResult, Lab], bool]]] = {
+    "read_text_file": ("inbox/box/note.txt", lambda result, lab: SECRET_TEXT in result.data["text"]),
+    "read_image": ("inbox/box/view.png", lambda result, lab: result.images[0] == lab.secret_png),
+    "list_dir": ("inbox/box", lambda result, lab: SECRET_ONLY_NAME in {e["name"] for e in result.data["entries"]}),
+}
+# A listing is of a folder, so only the folder can be swapped under it.
+READ_CASES = [(tool, swap) for tool in READERS for swap in READ_SWAPS if tool != "list_dir" or swap == "folder"]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("swap", READ_SWAPS)
-def test_read_image_never_reads_outside_while_links_are_swapped_in(base, mode, swap):
+@pytest.mark.parametrize(("tool", "swap"), READ_CASES)
+def test_reading_tools_never_show_outside_while_links_are_swapped_in(base, mode, tool, swap):
     kit, lab = _lab(base, mode)
-    path = _tool_path(lab, mode, "inbox/box/view.png")
+    relative, shows_outside = READERS[tool]
+    path = _tool_path(lab, mode, relative)
 
     def call() -> str:
-        result = kit.execute_tool("read_image", {"path": path})
+        result = kit.execute_tool(tool, {"path": path})
         if result.is_error:
             return _refusal(result.error)
-        return "escape" if result.images[0] == lab.secret_png else "inside"
+        return "escape" if shows_outside(result, lab) else "inside"
 
-    outcomes, swaps = _race(kit, _read_flip(lab, swap, "view.png"), call)
-    _report("read_image", swap, mode, outcomes, swaps)
-    assert outcomes["escape"] == 0, dict(outcomes)
-    _assert_race_was_live(outcomes)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("mode", MODES)
-def test_list_dir_never_lists_outside_while_links_are_swapped_in(base, mode):
-    kit, lab = _lab(base, mode)
-    path = _tool_path(lab, mode, "inbox/box")
-
-    def call() -> str:
-        result = kit.execute_tool("list_dir", {"path": path})
-        if result.is_error:
-            return _refusal(result.error)
-        names = {entry["name"] for entry in result.data["entries"]}
-        return "escape" if SECRET_ONLY_NAME in names else "inside"
-
-    outcomes, swaps = _race(kit, _read_flip(lab, "folder", ""), call)
-    _report("list_dir", "folder", mode, outcomes, swaps)
+    outcomes, swaps = _race(kit, _read_flip(lab, swap, Path(relative).name), call)
+    _report(tool, swap, mode, outcomes, swaps)
     assert outcomes["escape"] == 0, dict(outcomes)
     _assert_race_was_live(outcomes)
 
