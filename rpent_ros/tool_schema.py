@@ -11,9 +11,6 @@ to 0.6 (got 5)"). Values a JSON text cannot carry (tuples, bytes, NaN, numpy sca
 
 from __future__ import annotations
 
-import math
-import reprlib
-import sys
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -22,18 +19,11 @@ from jsonschema.exceptions import ValidationError
 
 from rpent.tools import ToolArgumentError
 from rpent.tools.call_values import arguments_mapping
-from rpent.tools.tool import MAX_ARGUMENT_DEPTH
-
-
-def _is_json_number(value: Any) -> bool:
-    if type(value) is float:
-        return math.isfinite(value)
-    return type(value) is int and abs(value) <= sys.float_info.max  # a double is what JSON readers make of it
-
+from rpent.tools.tool import describe_problem, is_json_number, json_problems, quote_input
 
 _CHECKER = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine_many({
-    "number": lambda _checker, value: _is_json_number(value),
-    "integer": lambda _checker, value: type(value) is int and _is_json_number(value),
+    "number": lambda _checker, value: is_json_number(value),
+    "integer": lambda _checker, value: type(value) is int and is_json_number(value),
 })
 StrictValidator = jsonschema.validators.extend(jsonschema.Draft202012Validator, type_checker=_CHECKER)
 
@@ -41,9 +31,6 @@ _TYPE_WORDS = {"number": "number", "integer": "integer", "string": "string", "bo
                "array": "list", "object": "dictionary", "null": "None"}
 _BOUNDS = {"maximum": "less than or equal to", "exclusiveMaximum": "less than",
            "minimum": "greater than or equal to", "exclusiveMinimum": "greater than"}
-_QUOTE = reprlib.Repr()
-_QUOTE.maxlevel, _QUOTE.maxstring, _QUOTE.maxother = 4, 200, 200
-_QUOTE.maxlist = _QUOTE.maxtuple = _QUOTE.maxdict = _QUOTE.maxset = 10
 
 
 class ArgumentChecker:
@@ -59,7 +46,8 @@ class ArgumentChecker:
     def check(self, arguments: Any) -> dict[str, Any]:
         """The arguments as a JSON object, or ToolArgumentError naming each field and the rule it broke."""
         mapping = arguments_mapping(arguments, self.tool)
-        problems = list(_not_json(mapping, ()))
+        # The toolkit's own check of what JSON can carry, so both refuse such values in the same words.
+        problems = [describe_problem(problem, self._allowed) for problem in json_problems(mapping)]
         if not problems:
             # One problem per place, the first found, as pydantic reports them (jsonschema may find two: a
             # string outside an enum breaks "enum" and "type"; "required" comes once per missing name).
@@ -94,7 +82,7 @@ class ArgumentChecker:
             for inner in (fitting or list(branches.values()))[0]:
                 yield from self._describe(inner)
         else:
-            yield f"{where or 'arguments'}: {_rule(kind, rule, error)} (got {_quote(error.instance)})"
+            yield f"{where or 'arguments'}: {_rule(kind, rule, error)} (got {quote_input(error.instance)})"
 
 
 def _rule(kind: Any, rule: Any, error: ValidationError) -> str:
@@ -115,34 +103,5 @@ def _rule(kind: Any, rule: Any, error: ValidationError) -> str:
     return error.message
 
 
-def _not_json(value: Any, where: tuple[Any, ...]) -> Iterator[str]:
-    """One problem per value that a JSON text could not have carried (exact types: bool is not a number)."""
-    kind = type(value)
-    place = ".".join(str(part) for part in where) or "arguments"
-    if kind in (int, float):
-        if not _is_json_number(value):
-            yield f"{place}: Input should be a finite number (got {_quote(value)})"
-    elif kind in (list, dict) and len(where) >= MAX_ARGUMENT_DEPTH:
-        yield f"{where[0]}: nested deeper than {MAX_ARGUMENT_DEPTH} levels"
-    elif kind is list:
-        for index, item in enumerate(value):
-            yield from _not_json(item, (*where, index))
-    elif kind is dict:
-        for key, item in value.items():
-            if type(key) is not str:
-                yield f"{place}: object keys should be strings (got {_quote(key)})"
-            else:
-                yield from _not_json(item, (*where, key))
-    elif kind not in (str, bool, type(None)):
-        yield f"{place}: Input should be a JSON value (number, string, boolean, null, array or object), not {kind.__name__}"
-
-
 def _join(where: str, name: str) -> str:
     return (f"{where}.{name}" if where else name) or "arguments"  # pydantic's name for an empty location
-
-
-def _quote(value: Any) -> str:
-    try:
-        return _QUOTE.repr(value)
-    except Exception:
-        return f"<unprintable {type(value).__name__}>"

@@ -32,7 +32,7 @@ _CTX = "ctx"
 # Arguments are JSON the model wrote against the published schema: validate them strictly, so
 # that `false` is not 0.0 and "0.1" is not 0.1 (lax mode coerced both and the arm moved).
 # Strict mode alone still takes Decimal and numpy scalars and, from Python's json module, NaN;
-# `_json_problems` refuses those before pydantic sees them.
+# `json_problems` refuses those before pydantic sees them.
 _ARGS_CONFIG = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 _JSON_SCALARS = (str, int, float, bool, type(None))
 _INPUT_VALIDATORS = (BeforeValidator, PlainValidator, WrapValidator)
@@ -83,7 +83,7 @@ class Tool:
             raise ToolArgumentError(
                 f"invalid arguments for tool '{self.name}': 'ctx' is supplied by the executor and cannot be passed"
             )
-        problems = list(_json_problems(arguments))
+        problems = list(json_problems(arguments))
         if problems:
             raise ToolArgumentError(_describe(self, problems))
         try:
@@ -111,28 +111,34 @@ def describe_validation_error(tool: Tool, exc: ValidationError) -> str:
 
 def _describe(tool: Tool, errors: Iterable[Mapping[str, Any]]) -> str:
     allowed = ", ".join(tool.args_schema.model_fields) or "none"
-    parts = []
-    for error in errors:
-        field = ".".join(str(part) for part in error["loc"]) or "arguments"
-        if error["type"] == "extra_forbidden":
-            parts.append(f"{field}: unknown argument (allowed: {allowed})")
-        elif error["type"] == "missing":
-            parts.append(f"{field}: required argument is missing")
-        elif "input" not in error:
-            parts.append(f"{field}: {error['msg']}")
-        else:
-            parts.append(f"{field}: {error['msg']} (got {_quote(error['input'])})")
+    parts = [describe_problem(error, allowed) for error in errors]
     return f"invalid arguments for tool '{tool.name}': " + "; ".join(parts)
 
 
-def _quote(value: Any) -> str:
+def describe_problem(error: Mapping[str, Any], allowed: str) -> str:
+    """One problem, in pydantic's error shape, as a refusal reads it: the field, the rule, the value given.
+
+    Public so that a check made elsewhere (RosToolkit's, from the published schema) words it the same.
+    """
+    field = ".".join(str(part) for part in error["loc"]) or "arguments"
+    if error["type"] == "extra_forbidden":
+        return f"{field}: unknown argument (allowed: {allowed})"
+    if error["type"] == "missing":
+        return f"{field}: required argument is missing"
+    if "input" not in error:
+        return f"{field}: {error['msg']}"
+    return f"{field}: {error['msg']} (got {quote_input(error['input'])})"
+
+
+def quote_input(value: Any) -> str:
+    """An offending input as an error message quotes it: bounded, and never an exception of its own."""
     try:
         return _INPUT_REPR.repr(value)
     except Exception:
         return f"<unprintable {type(value).__name__}>"
 
 
-def _json_problems(arguments: Mapping[Any, Any]) -> Iterator[dict[str, Any]]:
+def json_problems(arguments: Mapping[Any, Any]) -> Iterator[dict[str, Any]]:
     """Errors, in pydantic's shape, for every value a JSON text could not have carried."""
     for key, value in arguments.items():
         if type(key) is not str:
@@ -145,8 +151,7 @@ def _value_problems(value: Any, loc: tuple[Any, ...]) -> Iterator[dict[str, Any]
     # Exact types: numpy's float64 and str_ subclass float and str, and bool subclasses int.
     kind = type(value)
     if kind in (int, float):
-        # A double is what every JSON reader makes of a number; past its range it is infinite.
-        if not (math.isfinite(value) if kind is float else abs(value) <= sys.float_info.max):
+        if not is_json_number(value):
             yield _problem(loc, "Input should be a finite number", value)
     elif kind in (list, dict) and len(loc) >= MAX_ARGUMENT_DEPTH:
         # `loc` has one entry per level below the arguments object, which is the first level.
@@ -162,6 +167,14 @@ def _value_problems(value: Any, loc: tuple[Any, ...]) -> Iterator[dict[str, Any]
                 yield from _value_problems(item, (*loc, key))
     elif kind not in _JSON_SCALARS:
         yield _problem(loc, _NOT_JSON.format(_type_name(kind)), value)
+
+
+def is_json_number(value: Any) -> bool:
+    """A finite int or float, exactly (a bool or a numpy scalar is not): what a JSON number arrives as."""
+    if type(value) is float:
+        return math.isfinite(value)
+    # A double is what every JSON reader makes of a number; past its range it is infinite.
+    return type(value) is int and abs(value) <= sys.float_info.max
 
 
 def _problem(loc: tuple[Any, ...], message: str, value: Any) -> dict[str, Any]:
