@@ -12,6 +12,7 @@ import time
 from collections.abc import Sequence
 
 from rpent.robot import ConfigError, RobotNotFound, list_robots, load_robot
+from rpent.robot.discovery import robot_named_in
 from rpent.runner.logs import setup_console
 from rpent.runner.options import add_run_options
 from rpent.tools.record import RecordError
@@ -72,20 +73,11 @@ def build_parser(robot_spec=None) -> argparse.ArgumentParser:
     return parser
 
 
-def _robot_from_argv(argv: Sequence[str]) -> str | None:
-    for i, arg in enumerate(argv):
-        if arg == "--robot" and i + 1 < len(argv):
-            return argv[i + 1]
-        if arg.startswith("--robot="):
-            return arg.split("=", 1)[1]
-    return None
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     spec = None
     module = None
-    robot_name = _robot_from_argv(argv)
+    robot_name = robot_named_in(argv)
     if argv[:1] in (["run"], ["serve-mcp"], ["calibrate"]) and robot_name:
         try:
             module = load_robot(robot_name)

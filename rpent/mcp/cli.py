@@ -18,9 +18,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rpent.robot import ConfigError, RobotNotFound, RobotSpec, load_robot
+from rpent.robot.discovery import robot_named_in
 from rpent.runner.logs import FanOutSink, ProgressSink, add_run_log, setup_console
 from rpent.runner.run import Terminated, describe_interruption
-from rpent.robot import ConfigError, RobotNotFound, RobotSpec, load_robot
 from rpent.tools.record import open_segment
 
 log = logging.getLogger("rpent.mcp")
@@ -196,7 +197,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """`python -m rpent.mcp --robot NAME ...` (the same as `rpent serve-mcp`)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     spec = None
-    robot = _robot_from_argv(argv)
+    robot = robot_named_in(argv)
     if robot:
         try:
             spec = load_robot(robot).get_robot_spec()
@@ -209,10 +210,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     return serve_mcp(parser.parse_args(argv))
 
 
-def _robot_from_argv(argv: Sequence[str]) -> str | None:
-    for i, arg in enumerate(argv):
-        if arg == "--robot" and i + 1 < len(argv):
-            return argv[i + 1]
-        if arg.startswith("--robot="):
-            return arg.split("=", 1)[1]
-    return None

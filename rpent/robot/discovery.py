@@ -11,6 +11,7 @@ import importlib.metadata
 import importlib.util
 import pkgutil
 import re
+from collections.abc import Sequence
 from types import ModuleType
 
 ENTRY_POINT_GROUP = "rpent.robots"
@@ -59,3 +60,16 @@ def list_robots() -> list[str]:
             if info.ispkg and not info.name.startswith("_")
         )
     return sorted(names)
+
+
+def robot_named_in(argv: Sequence[str]) -> str | None:
+    """The value of `--robot NAME` or `--robot=NAME` in a command line that is not parsed yet.
+
+    A command reads it first because the robot's spec adds the robot's own options to the parser.
+    """
+    for i, arg in enumerate(argv):
+        if arg == "--robot" and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith("--robot="):
+            return arg.split("=", 1)[1]
+    return None

@@ -32,8 +32,9 @@ def test_non_loopback_host_is_refused_before_the_robot_starts(tmp_path: Path, ca
     assert not out.exists()
 
 
-def test_robot_flags_are_validated_naming_the_flag(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["--robot", "toy", "--speed", "5", "--output-dir", str(tmp_path / "never")])
+@pytest.mark.parametrize("robot", [["--robot", "toy"], ["--robot=toy"]])
+def test_robot_flags_are_validated_naming_the_flag(tmp_path: Path, capsys: pytest.CaptureFixture[str], robot: list[str]) -> None:
+    code = main([*robot, "--speed", "5", "--output-dir", str(tmp_path / "never")])
     assert code == 2
     assert "--speed: must be > 0 and <= 2 m/s, got 5.0" in capsys.readouterr().err
     assert not (tmp_path / "never").exists()

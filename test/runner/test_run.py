@@ -112,6 +112,12 @@ def test_config_errors_exit_2_naming_the_option(tmp_path, capsys, extra, message
     assert not out.exists()  # nothing started, nothing written
 
 
+def test_a_robot_named_with_an_equals_sign_gets_its_own_options(tmp_path, capsys):
+    code = main(["run", "--robot=toy", "--planner", "replay", "--speed", "5", "--output-dir", str(tmp_path / "r")])
+    assert code == 2
+    assert "--speed: must be > 0 and <= 2" in capsys.readouterr().err
+
+
 def test_replay_without_recipe_is_a_config_error(tmp_path, capsys):
     code = main(["run", "--robot", "toy", "--planner", "replay", "--output-dir", str(tmp_path / "r")])
     assert code == 2
