@@ -17,6 +17,8 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from rpent.rpc.endpoint import Endpoint, as_endpoint, endpoint_arg
 from rpent.rpc.facade import RpcFacade
@@ -96,47 +98,46 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
         help="allow the http transport on a non-loopback address (it has no authentication)",
     )
     limits = parser.add_argument_group("limits (see docs/rpc.md)")
-    limits.add_argument(
-        "--max-frame-mb",
-        type=_positive(float),
-        default=defaults.max_frame_bytes / 2**20,
-        help="largest request accepted, in MiB (default: %(default)s)",
-    )
-    limits.add_argument(
-        "--max-connections",
-        type=_positive(int),
-        default=defaults.max_connections,
-        help="connections served at once; more are refused (default: %(default)s)",
-    )
-    limits.add_argument(
-        "--max-active-calls",
-        type=_positive(int),
-        default=defaults.max_active_calls,
-        help="http: requests received or handled at once; more get 503 (default: %(default)s)",
-    )
-    limits.add_argument(
-        "--read-timeout-s",
-        type=_positive(float),
-        default=defaults.read_timeout_s,
-        help="drop a peer that sends nothing for this long in the middle of a request (default: %(default)s)",
-    )
-    limits.add_argument(
-        "--idle-timeout-s",
-        type=_positive(float),
-        default=defaults.idle_timeout_s,
-        help="close a connection without a new request for this long (default: %(default)s)",
-    )
+    for flag in _LIMIT_FLAGS:
+        limits.add_argument(
+            flag.name,
+            type=_positive(flag.kind),
+            default=flag.from_field(getattr(defaults, flag.field)),
+            help=f"{flag.help} (default: %(default)s)",
+        )
     return parser
 
 
 def limits_from_args(args: argparse.Namespace) -> ServerLimits:
-    return ServerLimits(
-        max_frame_bytes=int(args.max_frame_mb * 2**20),
-        max_connections=args.max_connections,
-        max_active_calls=args.max_active_calls,
-        read_timeout_s=args.read_timeout_s,
-        idle_timeout_s=args.idle_timeout_s,
-    )
+    return ServerLimits(**{flag.field: flag.to_field(getattr(args, flag.dest)) for flag in _LIMIT_FLAGS})
+
+
+@dataclass(frozen=True)
+class _LimitFlag:
+    """The command-line flag of one ServerLimits field, in the unit a person types."""
+
+    name: str
+    field: str
+    kind: type[float] | type[int]
+    help: str
+    to_field: Callable[[Any], Any] = lambda value: value
+    from_field: Callable[[Any], Any] = lambda value: value
+
+    @property
+    def dest(self) -> str:
+        return self.name.removeprefix("--").replace("-", "_")  # where argparse puts the value
+
+
+_LIMIT_FLAGS = (
+    _LimitFlag("--max-frame-mb", "max_frame_bytes", float, "largest request accepted, in MiB",
+               to_field=lambda mb: int(mb * 2**20), from_field=lambda size: size / 2**20),
+    _LimitFlag("--max-connections", "max_connections", int, "connections served at once; more are refused"),
+    _LimitFlag("--max-active-calls", "max_active_calls", int,
+               "http: requests received or handled at once; more get 503"),
+    _LimitFlag("--read-timeout-s", "read_timeout_s", float,
+               "drop a peer that sends nothing for this long in the middle of a request"),
+    _LimitFlag("--idle-timeout-s", "idle_timeout_s", float, "close a connection without a new request for this long"),
+)
 
 
 def main(
