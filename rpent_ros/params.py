@@ -51,6 +51,8 @@ class Param:
     choices: tuple[Any, ...] = ()
     numbers_as_text: bool = False  # `-p device:=0` arrives as an integer; the node wants "0"
     length: int | None = None  # lists of exactly this many items
+    # The rule in words when the flag's own type checks it (e.g. --planner: a name or a plugin path).
+    rule_text: str = ""
 
     def __post_init__(self) -> None:
         if not self.kind:
@@ -63,6 +65,8 @@ class Param:
                 "str[]": "a list of text", "float[]": "a list of numbers"}[self.kind]
         if self.length is not None:
             noun = f"a list of {self.length} numbers" if self.kind == "float[]" else f"a list of {self.length} texts"
+        if self.rule_text:
+            return self.rule_text
         if self.choices:
             return "one of " + ", ".join(str(c) for c in self.choices)
         if self.low is not None and self.high is not None:
@@ -280,7 +284,8 @@ def robot_flag_params(spec: RobotSpec, defaults: Mapping[str, Any]) -> list[Para
             default = "" if default is None else str(default)
         help_text = (action.help or "").replace("%(default)s", str(action.default))
         choices = tuple(action.choices) if action.choices is not None else ()
-        params.append(Param(action.dest, default, f"{help_text} (`rpent run {flag}`)", kind=kind, choices=choices))
+        params.append(Param(action.dest, default, f"{help_text} (`rpent run {flag}`)", kind=kind, choices=choices,
+                            rule_text=getattr(action.type, "rule", "")))
     return params
 
 

@@ -3,7 +3,7 @@
 The loop runs on its own asyncio event loop (the async client never blocks it); tool calls run in
 the toolkit's worker threads through `rpent.planner.base.execute_tool`. Works against any
 Anthropic-compatible endpoint (base URL, key variable and model are options). Only a reply whose
-stream arrived whole is acted on (`rpent.planner.stream`): a cut one is recorded as discarded and
+stream arrived whole is acted on (`rpent.message_stream`): a cut one is recorded as discarded and
 the request retried like a dropped connection.
 """
 
@@ -38,7 +38,7 @@ from rpent.planner.base import (
     check_positive,
     execute_tool,
 )
-from rpent.planner.stream import StreamCut, read_message
+from rpent.message_stream import StreamCut, read_message
 from rpent.settings import DEFAULT_MODEL, check_model, default_model, missing_key_message
 from rpent.tools.result import ToolResult
 from rpent.tools.toolkit import Toolkit

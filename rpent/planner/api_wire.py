@@ -9,7 +9,7 @@ from typing import Any
 
 import anthropic
 
-from rpent.planner.stream import StreamCut
+from rpent.message_stream import StreamCut
 from rpent.tools.result import ToolResult
 
 CACHE = {"type": "ephemeral"}

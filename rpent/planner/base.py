@@ -243,6 +243,28 @@ class AsyncPlanner(Planner):
     ) -> PlannerResult: ...
 
 
+class ScriptPlanner(Planner):
+    """A planner that follows a script, not a model: it reads no prompt, so `run` gets only what a
+    script drives with (the toolkit, the turn budget, the operator's queue)."""
+
+    def solve(
+        self,
+        *,
+        system_prompt: str,
+        user_message: str,
+        toolkit: Toolkit,
+        max_turns: int,
+        input_queue: queue.Queue[OperatorInput] | None = None,
+        dashboard_interaction: Any = None,
+    ) -> PlannerResult:
+        check_max_turns(max_turns)
+        return self.run(toolkit, max_turns, input_queue)
+
+    @abstractmethod
+    def run(self, toolkit: Toolkit, max_turns: int, input_queue: queue.Queue[OperatorInput] | None) -> PlannerResult:
+        """Drive the toolkit through the script; at most `max_turns` tool calls."""
+
+
 def check_max_turns(max_turns: int) -> None:
     if not isinstance(max_turns, int) or isinstance(max_turns, bool) or max_turns < 1:
         raise ValueError(f"max_turns: must be an integer >= 1, got {max_turns!r}")
@@ -265,7 +287,7 @@ def planner_arg(value: str) -> str:
     """argparse type of --planner: a registry name or a plugin's package.module:Class (imported later)."""
     if value in PLANNERS or PLUGIN_NAME.fullmatch(value):
         return value
-    raise argparse.ArgumentTypeError(f"must be one of {', '.join(sorted(PLANNERS))} or package.module:Class, got {value!r}")
+    raise argparse.ArgumentTypeError(f"{planner_arg.rule}, got {value!r}")
 
 
 # Imported lazily: each planner pulls in its own SDK (anthropic, claude-agent-sdk, codex, ...).
@@ -275,6 +297,8 @@ PLANNERS: dict[str, str] = {
     "codex": "rpent.planner.codex:CodexPlanner",
     "replay": "rpent.planner.replay:ReplayPlanner",
 }
+# The rule in words, for the CLI's error and the ROS parameter's description alike.
+planner_arg.rule = f"must be one of {', '.join(sorted(PLANNERS))} or package.module:Class"
 
 
 def build_planner(name: str, **options: Any) -> Planner:

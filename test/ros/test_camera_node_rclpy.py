@@ -29,7 +29,7 @@ from tf2_msgs.msg import TFMessage  # noqa: E402
 from robots.franka import kinematics  # noqa: E402
 from rpent.runtime.arm import RuntimeFault  # noqa: E402
 from rpent.runtime.camera import CameraFrame  # noqa: E402
-from rpent_ros.franka_proxies import CameraProxy  # noqa: E402
+from rpent_ros.remote_runtime import CameraProxy  # noqa: E402
 from rpent_ros.runtime_nodes import CameraNode  # noqa: E402
 from rpent_ros.telemetry import LATCHED  # noqa: E402
 

@@ -65,7 +65,7 @@ def test_every_parameter_of_every_node_says_what_it_is_its_type_and_its_rule(ros
     planner = _described(nodes[-1])
     assert planner["speed"].type == ParameterType.PARAMETER_DOUBLE and "gripper speed in m/s" in planner["speed"].description
     assert planner["max_turns"].type == ParameterType.PARAMETER_INTEGER
-    assert planner["planner"].additional_constraints == "must be one of api, claude_code, codex, replay"
+    assert planner["planner"].additional_constraints == "must be one of api, claude_code, codex, replay or package.module:Class"
 
 
 def test_values_a_launch_file_writes_as_integers_are_taken_for_numbers(ros):
