@@ -7,8 +7,9 @@ its own temp dir, stopped at the end), so the figures are those of a sweep sent 
 cluster. Part 1 runs the same LIBERO replay sweep (task `--task-id`, init states 0..episodes-1)
 with concurrency 1 and then 2, each into a fresh folder, and reports episodes per minute and the
 ratio. Part 2 runs one episode as `rpent run` (a subprocess, as an operator would) and the same
-episode as a one-episode sweep, interleaved twice, and reports the difference of their wall
-times: the per-episode overhead of the sweep (Ray connect, a fresh worker, the result summary).
+episode as a one-episode sweep, in `--pairs` interleaved pairs, and reports the difference of
+their wall times (the per-episode overhead of the sweep: Ray connect, a fresh worker, the checks
+and the summary) and each one's time outside the task itself (result.json `wall_time_s`).
 """
 
 from __future__ import annotations
@@ -103,6 +104,8 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=4, help="episodes per sweep (default 4)")
     parser.add_argument("--suite", default="libero_object")
     parser.add_argument("--task-id", type=int, default=0)
+    parser.add_argument("--pairs", type=int, default=3, help="interleaved run/sweep pairs for the overhead (default 3)")
+    parser.add_argument("--skip-throughput", action="store_true", help="the overhead figures only")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="be-", dir="/tmp"))
     print(f"load average at start: {os.getloadavg()[0]:.1f} (2-core machine shared with other jobs); folders in {root}")
@@ -110,22 +113,27 @@ def main() -> None:
     try:
         init_states = list(range(args.episodes))
         rates = {}
-        for concurrency in (1, 2):
+        for concurrency in () if args.skip_throughput else (1, 2):
             wall = timed_sweep(sweep_of(args.suite, args.task_id, init_states, concurrency), root / f"c{concurrency}",
                                address)
             rates[concurrency] = args.episodes / wall * 60
             print(f"concurrency {concurrency}: {args.episodes} episodes in {wall:.0f} s = "
                   f"{rates[concurrency]:.2f} episodes/min", flush=True)
-        print(f"ratio 2 / 1 concurrent: {rates[2] / rates[1]:.2f}")
-        runs, sweeps, inner = [], [], []
-        for i in range(2):
+        if rates:
+            print(f"ratio 2 / 1 concurrent: {rates[2] / rates[1]:.2f}")
+        runs, sweeps, run_inner, sweep_inner = [], [], [], []
+        for i in range(args.pairs):
             runs.append(timed_run(args.suite, args.task_id, root / f"run{i}"))
+            run_inner.append(json.loads((root / f"run{i}" / "result.json").read_text())["wall_time_s"])
             sweeps.append(timed_sweep(sweep_of(args.suite, args.task_id, [0], 1), root / f"one{i}", address))
-            inner.append(json.loads((root / f"one{i}" / f"{args.suite}-task{args.task_id:02d}-init00-rep0"
-                                     / "result.json").read_text())["wall_time_s"])
-        print(f"one episode: `rpent run` {statistics.median(runs):.1f} s, as a sweep on Ray "
-              f"{statistics.median(sweeps):.1f} s (median of 2, interleaved; the task itself {statistics.median(inner):.1f} s)")
-        print(f"per-episode overhead of the sweep over `rpent run`: {statistics.median(sweeps) - statistics.median(runs):+.1f} s")
+            sweep_inner.append(json.loads((root / f"one{i}" / f"{args.suite}-task{args.task_id:02d}-init00-rep0"
+                                           / "result.json").read_text())["wall_time_s"])
+        med = statistics.median
+        print(f"one episode, median of {args.pairs} interleaved pairs: `rpent run` {med(runs):.1f} s "
+              f"(task {med(run_inner):.1f} s), as a one-episode sweep on Ray {med(sweeps):.1f} s (task {med(sweep_inner):.1f} s)")
+        print(f"per-episode overhead of the sweep over `rpent run`: {med(sweeps) - med(runs):+.1f} s wall; "
+              f"outside the task: {med(s - t for s, t in zip(sweeps, sweep_inner, strict=True)):.1f} s (sweep) vs "
+              f"{med(r - t for r, t in zip(runs, run_inner, strict=True)):.1f} s (run)")
     finally:
         stop_head(head)
 
