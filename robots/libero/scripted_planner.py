@@ -12,17 +12,17 @@ import queue
 from typing import Any
 
 from robots.libero.scripted import pick_and_place
-from rpent.planner.base import OperatorInput, Planner, PlannerResult, PlannerStatus
+from rpent.planner.base import OperatorInput, PlannerResult, PlannerStatus, ScriptPlanner
+from rpent.tools import Toolkit
 
 
-class ScriptedPickPlacePlanner(Planner):
+class ScriptedPickPlacePlanner(ScriptPlanner):
     name = "scripted_pick_place"
 
     def __init__(self, **_model_options: Any) -> None:
         """Model options (--model, --max-wall-time, ...) mean nothing to a script and are ignored."""
 
-    def solve(self, *, system_prompt: str, user_message: str, toolkit: Any, max_turns: int,
-              input_queue: queue.Queue[OperatorInput] | None = None, dashboard_interaction: Any = None) -> PlannerResult:
+    def run(self, toolkit: Toolkit, max_turns: int, input_queue: queue.Queue[OperatorInput] | None) -> PlannerResult:
         outcome = pick_and_place(toolkit)
         transcript = [{"tool": name, "ok": ok} for name, ok in outcome.calls]
         finish = toolkit.finish_result

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rpent.planner.base import AbortRequest, OperatorInput, OperatorMessage, Planner, PlannerResult, PlannerStatus
+from rpent.planner.base import AbortRequest, OperatorInput, OperatorMessage, PlannerResult, PlannerStatus, ScriptPlanner
 from rpent.tools import Tool, ToolArgumentError, Toolkit
 
 log = logging.getLogger(__name__)
@@ -49,7 +49,7 @@ def load_recipe(path: str | Path) -> list[dict[str, Any]]:
     return steps
 
 
-class ReplayPlanner(Planner):
+class ReplayPlanner(ScriptPlanner):
     """Runs a recipe's calls in order; stops at the first error unless `continue_on_error`.
 
     A recipe holds no finish call (recipes keep robot calls only), so after the last step the
@@ -81,16 +81,7 @@ class ReplayPlanner(Planner):
             except ToolArgumentError as exc:
                 raise RecipeError(f"{where}: {exc}") from None
 
-    def solve(
-        self,
-        *,
-        system_prompt: str,
-        user_message: str,
-        toolkit: Toolkit,
-        max_turns: int,
-        input_queue: queue.Queue[OperatorInput] | None = None,
-        dashboard_interaction: Any = None,
-    ) -> PlannerResult:
+    def run(self, toolkit: Toolkit, max_turns: int, input_queue: queue.Queue[OperatorInput] | None) -> PlannerResult:
         self.check_tools(toolkit.list_tools())
         known = {t.name for t in toolkit.list_tools()}
         transcript: list[dict[str, Any]] = []

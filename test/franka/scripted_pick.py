@@ -20,7 +20,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from rpent.planner.base import OperatorInput, Planner, PlannerResult, PlannerStatus
+from rpent.planner.base import OperatorInput, PlannerResult, PlannerStatus, ScriptPlanner
 from rpent.tools import Toolkit, ToolResult
 
 # A pose from which the arm hides nothing on the table from the overhead camera: the hand high up
@@ -84,7 +84,7 @@ class PickFailed(RuntimeError):
     """A step of the pick did not go as it must; the planner reports failure with this reason."""
 
 
-class RedCubePickPlanner(Planner):
+class RedCubePickPlanner(ScriptPlanner):
     """Survey, look, back-project, approach, descend, grasp, lift, verify, finish."""
 
     name = "scripted_pick"
@@ -92,16 +92,7 @@ class RedCubePickPlanner(Planner):
     def __init__(self, **_options: Any) -> None:
         """Options of the model planners (model, base_url, ...) mean nothing to a script."""
 
-    def solve(
-        self,
-        *,
-        system_prompt: str,
-        user_message: str,
-        toolkit: Toolkit,
-        max_turns: int,
-        input_queue: queue.Queue[OperatorInput] | None = None,
-        dashboard_interaction: Any = None,
-    ) -> PlannerResult:
+    def run(self, toolkit: Toolkit, max_turns: int, input_queue: queue.Queue[OperatorInput] | None) -> PlannerResult:
         self._toolkit = _ToolsOnly(toolkit)
         self._max_turns, self._turns, self._transcript = max_turns, 0, []
         try:

@@ -17,6 +17,7 @@ from rpent.planner.base import (
     Planner,
     PlannerResult,
     PlannerStatus,
+    ScriptPlanner,
     TokenUsage,
     build_planner,
     execute_tool,
@@ -150,6 +151,29 @@ def test_build_planner_accepts_a_module_and_class_path() -> None:
 def test_build_planner_rejects_a_class_that_is_not_a_planner() -> None:
     with pytest.raises(ValueError, match="not a Planner subclass"):
         build_planner(f"{__name__}:SlowToolkit")
+
+
+class CountingScript(ScriptPlanner):
+    def __init__(self) -> None:
+        self.runs: list[tuple[Any, int]] = []
+
+    def run(self, toolkit: Any, max_turns: int, input_queue: Any) -> PlannerResult:
+        self.runs.append((toolkit, max_turns))
+        return PlannerResult(PlannerStatus.MODEL_ENDED, "script over")
+
+
+@pytest.mark.parametrize("max_turns", [0, -1, True, 2.0])
+def test_a_script_planner_refuses_a_turn_budget_the_model_planners_refuse(max_turns: Any) -> None:
+    script = CountingScript()
+    with pytest.raises(ValueError, match="max_turns: must be an integer >= 1"):
+        script.solve(system_prompt="s", user_message="u", toolkit=Toolkit(), max_turns=max_turns)
+    assert script.runs == []
+
+
+def test_a_script_planner_runs_its_script_with_the_toolkit_and_budget_it_was_given() -> None:
+    script, toolkit = CountingScript(), Toolkit()
+    result = script.solve(system_prompt="ignored", user_message="ignored", toolkit=toolkit, max_turns=3)
+    assert result.stop_reason == "script over" and script.runs == [(toolkit, 3)]
 
 
 def test_registry_maps_every_planner_name_lazily() -> None:
