@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from eval_helpers import REPO, free_port, short_temp_dir
+from eval_helpers import MADE_TEMP_DIRS, REPO, free_port, short_temp_dir
 
 from rpent.eval.cluster import prepare_environment
 
@@ -25,6 +26,13 @@ os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
 
 HERE = Path(__file__).resolve().parent
 RAY_BIN = str(Path(sys.executable).with_name("ray"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _remove_ray_temp_dirs():
+    yield
+    for path in MADE_TEMP_DIRS:  # Ray's session folders (logs, sockets) of the instances the tests started
+        shutil.rmtree(path, ignore_errors=True)
 
 
 @dataclass(frozen=True)

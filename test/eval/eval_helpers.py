@@ -17,9 +17,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+MADE_TEMP_DIRS: list[Path] = []  # removed when the session ends (conftest)
+
+
 def short_temp_dir(prefix: str) -> Path:
     # Ray's socket paths live under its temp dir and must stay below the 107-byte AF_UNIX limit.
-    return Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    MADE_TEMP_DIRS.append(path)
+    return path
 
 
 def descendants(pid: int) -> set[int]:

@@ -135,6 +135,9 @@ def test_a_libero_replay_sweep_of_four_episodes_runs_two_at_a_time_on_a_local_ra
 
 
 def test_a_sweep_runs_on_a_ray_head_started_with_ray_start(tmp_path, ray_head):
+    head_pids = {ray_head.pid, *descendants(ray_head.pid)}
+    heads_sockets = [local for local, pid in listening_sockets() if pid in head_pids]
+    assert heads_sockets and all(is_loopback(local) for local in heads_sockets), heads_sockets
     out = tmp_path / "sweep"
     outcome = run_sweep(toy_sweep(), out, ray_address=ray_head.address)
     assert len(outcome.ran) == 4 and not outcome.failed
