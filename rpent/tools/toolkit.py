@@ -1,4 +1,5 @@
-"""The Toolkit executor: validation, scheduling, cancellation, observation capture and the run record."""
+"""The Toolkit executor: validation, running calls as its scheduler admits them (rpent.tools.scheduler),
+cancellation, observation capture and the run record."""
 
 from __future__ import annotations
 
@@ -22,11 +23,11 @@ from rpent.tools.context import ToolCancelled, ToolContext
 from rpent.tools.events import DashboardEventSink
 from rpent.tools.record import Segment, attach_segment
 from rpent.tools.result import FINISH_MARKER, ToolResult, describe_exception
+from rpent.tools.scheduler import CallScheduler
 from rpent.tools.tool import Tool, ToolArgumentError
 
 log = logging.getLogger(__name__)
 
-_OPEN, _PAUSED, _CLOSED = "open", "paused", "closed"
 _RECIPE_TAG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
@@ -82,19 +83,10 @@ class Toolkit:
         # A toolkit that does not override the capture hook has nothing to observe: skip the stage.
         self._observes = type(self)._capture_observation is not Toolkit._capture_observation
 
-        # One lock guards the scheduler; hot paths take it directly (a Condition's `with` is a Python
-        # call); the Condition on the same lock only serves threads waiting for the toolkit to drain.
-        self._lock = threading.Lock()
-        self._cond = threading.Condition(self._lock)
-        self._pending: list[ToolCall] = []
-        self._active: dict[int, ToolCall] = {}
-        self._exclusive_active = False
-        self._drain_waiters = 0
-        self._admission = _OPEN
+        self._scheduler = CallScheduler()
         self._ids = itertools.count(1)
         self._finish_result: dict[str, Any] | None = None
         self._recipe: list[tuple[str, BaseModel]] = []
-        self._closed_once = False
 
         #: This toolkit's part of the record: never another run's directory (see rpent.tools.record).
         self.segment: Segment | None = None
@@ -139,8 +131,7 @@ class Toolkit:
         return call
 
     def cancel(self, call_id: int, reason: str = "cancelled") -> bool:
-        with self._lock:
-            call = self._active.get(call_id) or next((c for c in self._pending if c.id == call_id), None)
+        call = self._scheduler.find(call_id)
         return call.cancel(reason) if call is not None else False
 
     def cancel_active_and_wait(self, timeout: float | None = None, reason: str = "cancelled by operator") -> bool:
@@ -149,37 +140,16 @@ class Toolkit:
         Returns False if running calls had not finished within `timeout`. Call `resume_calls()`
         to admit calls again.
         """
-        with self._lock:
-            if self._admission == _OPEN:
-                self._admission = _PAUSED
-            dropped, self._pending = self._pending, []
-            running = list(self._active.values())
+        dropped, running = self._scheduler.pause()
         for call in dropped:
             call._token.set(reason)
             self._drop(call, f"cancelled before it started: {reason}")
         for call in running:
             call._token.set(reason)
-        return self._wait_idle(timeout)
-
-    def _wait_idle(self, timeout: float | None) -> bool:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        with self._lock:
-            self._drain_waiters += 1
-            try:
-                while self._active or self._pending:
-                    remaining = None if deadline is None else deadline - time.monotonic()
-                    if remaining is not None and remaining <= 0:
-                        return False
-                    self._cond.wait(remaining)
-            finally:
-                self._drain_waiters -= 1
-        return True
+        return self._scheduler.wait_idle(timeout)
 
     def resume_calls(self) -> None:
-        with self._lock:
-            if self._admission == _PAUSED:
-                self._admission = _OPEN
-                self._dispatch()
+        self._scheduler.resume()
 
     @property
     def finish_result(self) -> dict[str, Any] | None:
@@ -212,12 +182,9 @@ class Toolkit:
 
     def close(self, timeout: float | None = None) -> Path | None:
         """Refuse new calls for good, let queued and running ones finish, then save the episode video."""
-        with self._lock:
-            self._admission = _CLOSED
-            if self._closed_once:
-                return self._record.episode_if_any()
-            self._closed_once = True
-        if not self._wait_idle(timeout):
+        if not self._scheduler.close():
+            return self._record.episode_if_any()
+        if not self._scheduler.wait_idle(timeout):
             log.warning("close: calls still running after %.1f s", timeout)
         episode = self._record.close()
         self._on_close()
@@ -225,7 +192,7 @@ class Toolkit:
 
     @property
     def closed(self) -> bool:
-        return self._admission == _CLOSED
+        return self._scheduler.closed
 
     # ---- for robot toolkits -----------------------------------------------------------------
 
@@ -255,9 +222,7 @@ class Toolkit:
             self._validate_and_queue(call, name, arguments)
         except Exception as exc:  # e.g. a Mapping that fails when read; the call still ends, and is logged
             log.exception("call %d (%r) could not be queued", call.id, name)
-            with self._lock:
-                if call in self._pending:
-                    self._pending.remove(call)
+            self._scheduler.withdraw(call)
             if not call.done() and not call._admitted:
                 self._finish_unstarted(call, f"internal error while checking the call: {describe_exception(exc)}")
         return call
@@ -277,17 +242,7 @@ class Toolkit:
         except ToolArgumentError as exc:
             self._finish_unstarted(call, str(exc))
             return
-        with self._lock:
-            if self._admission != _OPEN:
-                state = "closed" if self._admission == _CLOSED else "paused (calls were cancelled by the operator)"
-                error = f"toolkit is {state}; '{name}' was not run"
-            else:
-                error = None
-                call.stage = "queued"
-                self._pending.append(call)
-                self._dispatch()
-                if not call._admitted:
-                    call._gate = _latch()
+        error = self._scheduler.enqueue(call)
         if error is not None:
             self._finish_unstarted(call, error)
         elif call._on_stage is not None:
@@ -300,34 +255,6 @@ class Toolkit:
         result = ToolResult(error=error)
         self._record.log_step(call, result, now, now)
         call._finish(result)
-
-    def _dispatch(self) -> None:
-        """Admit every queued call that may start now (caller holds the lock).
-
-        Admission hands the call straight to its waiting thread by releasing its gate, so only the
-        threads that can run wake up.
-        """
-        if self._exclusive_active or not self._pending:
-            return
-        admitted = 0
-        for call in self._pending:
-            if call.exclusive:
-                if not self._active and admitted == 0:
-                    self._admit(call)
-                    admitted += 1
-                break  # nothing queued behind an exclusive call may overtake it
-            self._admit(call)
-            admitted += 1
-        if admitted:
-            del self._pending[:admitted]
-
-    def _admit(self, call: ToolCall) -> None:
-        self._active[call.id] = call
-        if call.exclusive:
-            self._exclusive_active = True
-        call._admitted = True
-        if call._gate is not None:
-            call._gate.release()
 
     def _admit_and_run(self, call: ToolCall) -> None:
         if call._gate is not None:
@@ -343,25 +270,13 @@ class Toolkit:
                 now = time.time()
                 self._record.log_step(call, result, now, now)
         finally:
-            with self._lock:
-                del self._active[call.id]
-                if call.exclusive:
-                    self._exclusive_active = False
-                self._dispatch()
-                if self._drain_waiters:
-                    self._cond.notify_all()
+            self._scheduler.finished(call)
         call._finish(result)
 
     def _cancel_call(self, call: ToolCall, reason: str) -> bool:
-        with self._lock:
-            if call.done():
-                return False
-            queued = call in self._pending
-            if queued:
-                self._pending.remove(call)
-                self._dispatch()  # a dropped exclusive call may unblock read-only calls behind it
-                if self._drain_waiters:
-                    self._cond.notify_all()
+        queued = self._scheduler.withdraw(call)
+        if queued is None:
+            return False
         call._token.set(reason)  # outside the lock: stop hooks may talk to hardware
         if queued:
             self._drop(call, f"cancelled before it started: {reason}")
