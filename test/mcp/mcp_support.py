@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import sys
@@ -9,6 +10,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import anyio
 from mcp import StdioServerParameters
 
 # Solves the toy task (red block into the bin) and reports it.
@@ -26,6 +28,20 @@ TOY_SOLUTION: list[tuple[str, dict[str, Any]]] = [
 TOY_SOLUTION_NAMES = [name for name, _ in TOY_SOLUTION]
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 FAR_TARGET = {"x_m": 0.55, "y_m": 0.55, "z_m": 0.3}  # ~0.36 m from the start: 18 s at 0.02 m/s
+
+
+async def far_move_running(client: Any, timeout_s: float = 20.0) -> asyncio.Future[Any]:
+    """Start move_to FAR_TARGET and return once the server reports the call running: the call's future."""
+    running = anyio.Event()
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        if message == "running":
+            running.set()
+
+    moving = asyncio.ensure_future(client.call_tool("move_to", FAR_TARGET, progress_callback=on_progress))
+    with anyio.fail_after(timeout_s):
+        await running.wait()
+    return moving
 
 
 def serve_args(output_dir: Path, *extra: str) -> list[str]:

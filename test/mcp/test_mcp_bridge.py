@@ -18,6 +18,7 @@ from mcp_support import (
     TOY_SOLUTION,
     TOY_SOLUTION_NAMES,
     EventLog,
+    far_move_running,
     read_steps,
     toy_stdio_params,
     wait_until,
@@ -295,15 +296,7 @@ def test_cancelling_a_stdio_request_stops_the_motion_and_the_server_keeps_servin
 
     async def main() -> list[mcp.types.CallToolResult]:
         async with mcp.Client(toy_stdio_params(out, "--speed", str(SLOW))) as client:
-            running = anyio.Event()
-
-            async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-                if message == "running":
-                    running.set()
-
-            moving = asyncio.ensure_future(client.call_tool("move_to", FAR_TARGET, progress_callback=on_progress))
-            with anyio.fail_after(20):
-                await running.wait()
+            moving = await far_move_running(client)
             moving.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await moving

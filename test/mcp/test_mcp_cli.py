@@ -14,10 +14,9 @@ import sys
 import threading
 from pathlib import Path
 
-import anyio
 import mcp
 import pytest
-from mcp_support import FAR_TARGET, read_steps, serve_args, server_env
+from mcp_support import far_move_running, read_steps, serve_args, server_env
 
 from rpent.mcp.cli import main
 
@@ -124,15 +123,7 @@ def test_sigterm_during_a_motion_stops_the_robot_before_the_server_exits(tmp_pat
 
         async def main_() -> None:
             async with mcp.Client(url) as client:
-                running = anyio.Event()
-
-                async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-                    if message == "running":
-                        running.set()
-
-                moving = asyncio.ensure_future(client.call_tool("move_to", FAR_TARGET, progress_callback=on_progress))
-                with anyio.fail_after(20):
-                    await running.wait()
+                moving = await far_move_running(client)
                 server.proc.send_signal(signal.SIGTERM)
                 # The motion is cancelled at the signal, so its answer still goes out before the shutdown.
                 result = await moving
