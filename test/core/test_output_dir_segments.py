@@ -48,9 +48,16 @@ def test_toolkit_refuses_an_output_dir_that_already_holds_files(tmp_path):
     assert _files(tmp_path) == {"notes.txt": b"someone else's"}  # nothing was added
 
 
-def test_a_second_toolkit_on_a_finished_record_is_refused_and_the_record_is_unchanged(tmp_path):
+def _claim_in_another_process(out: Path) -> None:
+    code = "import sys; from rpent.tools.record import open_segment; open_segment(sys.argv[1])"
+    subprocess.run([sys.executable, "-c", code, str(out)], check=True, timeout=60)
+
+
+# A finished record, or a segment another process claimed (e.g. `rpent run` still starting its runtime).
+@pytest.mark.parametrize("used_by", [_one_segment, _claim_in_another_process], ids=["finished", "claimed"])
+def test_a_toolkit_is_refused_a_record_in_use_and_leaves_it_unchanged(tmp_path, used_by):
     out = tmp_path / "run"
-    _one_segment(out)
+    used_by(out)
     before = _files(out)
     with pytest.raises(RecordError, match="is not empty"):
         ObservingToolkit(robot=Gates(), output_dir=out)
@@ -164,20 +171,6 @@ def test_simultaneous_resumes_get_distinct_segments(tmp_path):
     for t in threads:
         t.join(timeout=10)
     assert sorted(numbers) == [2, 3, 4, 5]
-
-
-def _claim_in_another_process(out: Path) -> None:
-    code = "import sys; from rpent.tools.record import open_segment; open_segment(sys.argv[1])"
-    subprocess.run([sys.executable, "-c", code, str(out)], check=True, timeout=60)
-
-
-def test_a_toolkit_does_not_take_over_a_segment_another_process_claimed(tmp_path):
-    out = tmp_path / "run"
-    _claim_in_another_process(out)  # e.g. `rpent run` still starting its runtime
-    before = _files(out)
-    with pytest.raises(RecordError, match="is not empty"):
-        ObservingToolkit(robot=Gates(), output_dir=out)
-    assert _files(out) == before
 
 
 def test_an_adopted_claim_is_written_by_one_toolkit_only(tmp_path):
