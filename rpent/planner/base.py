@@ -287,7 +287,7 @@ def planner_arg(value: str) -> str:
     """argparse type of --planner: a registry name or a plugin's package.module:Class (imported later)."""
     if value in PLANNERS or PLUGIN_NAME.fullmatch(value):
         return value
-    raise argparse.ArgumentTypeError(f"{planner_arg.rule}, got {value!r}")
+    raise argparse.ArgumentTypeError(f"must be {planner_arg.rule}, got {value!r}")
 
 
 # Imported lazily: each planner pulls in its own SDK (anthropic, claude-agent-sdk, codex, ...).
@@ -298,7 +298,7 @@ PLANNERS: dict[str, str] = {
     "replay": "rpent.planner.replay:ReplayPlanner",
 }
 # The rule in words, for the CLI's error and the ROS parameter's description alike.
-planner_arg.rule = f"must be one of {', '.join(sorted(PLANNERS))} or package.module:Class"
+planner_arg.rule = f"one of {', '.join(sorted(PLANNERS))} or package.module:Class"
 
 
 def build_planner(name: str, **options: Any) -> Planner:
