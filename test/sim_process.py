@@ -3,11 +3,33 @@ from outside the simulator's process or kill the simulator mid-motion."""
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+SIM_PORTS = (1337, 1338)  # franky-sim's arm and hand on each host
+
+
+def free_sim_hosts(first: int, last: int, count: int = 1) -> list[str]:
+    """`count` addresses among 127.0.0.first-last where both franky-sim ports are free now.
+
+    Each test file picks from a range of its own, so that test files run at the same time do not collide.
+    """
+    hosts = []
+    for b in range(first, last + 1):
+        try:
+            for port in SIM_PORTS:
+                with socket.socket() as probe:
+                    probe.bind((f"127.0.0.{b}", port))
+        except OSError:
+            continue
+        hosts.append(f"127.0.0.{b}")
+        if len(hosts) == count:
+            return hosts
+    raise AssertionError(f"no {count} free addresses for franky-sim in 127.0.0.{first}-{last}")
 
 
 @contextmanager

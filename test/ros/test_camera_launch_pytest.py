@@ -9,7 +9,6 @@ Needs a sourced ROS 2 with this package built by colcon, and franky-sim (skipped
 
 from __future__ import annotations
 
-import socket
 import threading
 from collections.abc import Callable
 
@@ -25,6 +24,7 @@ from launch_ros.actions import Node as LaunchNode  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2  # noqa: E402
 from sensor_msgs_py.point_cloud2 import read_points_numpy  # noqa: E402
+from sim_process import free_sim_hosts  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
 from launch import LaunchDescription  # noqa: E402
@@ -41,23 +41,9 @@ FOVY = {c.name: c.fovy_deg for c in (*SCENE.cameras, *SCENE.wrist_cameras)}
 CAMERAS = list(FOVY)  # front, top (fixed), wrist
 
 
-def _free_sim_host() -> str:
-    """A loopback address whose franky-sim ports (1337 arm, 1338 hand) are free now."""
-    for last in range(171, 200):
-        host = f"127.0.0.{last}"
-        try:
-            for port in (1337, 1338):
-                with socket.socket() as probe:
-                    probe.bind((host, port))
-        except OSError:
-            continue
-        return host
-    raise AssertionError("no free 127.0.0.171-199 address for franky-sim")
-
-
 @pytest.fixture(scope="module")
 def sim_host() -> str:
-    return _free_sim_host()
+    return free_sim_hosts(171, 199)[0]
 
 
 @launch_pytest.fixture

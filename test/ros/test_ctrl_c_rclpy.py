@@ -26,7 +26,7 @@ pytest.importorskip("franky_sim", reason="franky-sim is not installed (pip insta
 from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from sensor_msgs.msg import Image  # noqa: E402
-from sim_process import franka_sim_process  # noqa: E402
+from sim_process import franka_sim_process, free_sim_hosts  # noqa: E402
 
 from rpent.tools.steps import read_steps  # noqa: E402
 from rpent_ros.toolkit_client import RosToolkit  # noqa: E402
@@ -78,19 +78,6 @@ class NodeProcess:
             self.proc.wait(10)
 
 
-def _free_host(first: int, last: int) -> str:
-    for b in range(first, last + 1):
-        host = f"127.0.0.{b}"
-        try:
-            for port in (1337, 1338):
-                with socket.socket() as probe:
-                    probe.bind((host, port))
-        except OSError:
-            continue
-        return host
-    raise AssertionError(f"no free address in 127.0.0.{first}-{last}")
-
-
 def _clean_exit(node: NodeProcess, code: int) -> None:
     assert code == 0 and not any(bad in node.output for bad in BAD), f"exit {code}:\n{node.output[-4000:]}"
 
@@ -107,7 +94,7 @@ class Count:
 
 
 def test_ctrl_c_on_the_sim_node_while_its_cameras_publish_exits_cleanly(ros, tmp_path):
-    host = _free_host(241, 245)
+    host = free_sim_hosts(241, 245)[0]
     images = Count(ros(Node("viewer")), Image, "/franka_sim/front/image_raw")
     for _ in range(3):  # the race it had was hit in most runs; three clean ones in a row
         node = NodeProcess("from rpent_ros.runtime_nodes import franka_sim_main; franka_sim_main()",

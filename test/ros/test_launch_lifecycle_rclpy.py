@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import threading
 import time
@@ -30,6 +29,7 @@ from lifecycle_msgs.msg import Transition  # noqa: E402
 from lifecycle_msgs.srv import ChangeState, GetState  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
+from sim_process import free_sim_hosts  # noqa: E402
 
 from rpent_ros.planner_node import PlannerNode  # noqa: E402
 from rpent_ros.toolkit_client import RosToolkit  # noqa: E402
@@ -77,21 +77,6 @@ class Launch:
         assert text.count("process has finished cleanly") == started - died, text[-4000:]
 
 
-def _free_hosts(first: int, last: int, count: int) -> list[str]:
-    hosts = []
-    for b in range(first, last + 1):
-        try:
-            for port in (1337, 1338):
-                with socket.socket() as probe:
-                    probe.bind((f"127.0.0.{b}", port))
-        except OSError:
-            continue
-        hosts.append(f"127.0.0.{b}")
-        if len(hosts) == count:
-            return hosts
-    raise AssertionError(f"no {count} free addresses in 127.0.0.{first}-{last}")
-
-
 def _lifecycle(node: Node, name: str) -> tuple[GetState, ChangeState]:
     get = node.create_client(GetState, f"/{name}/get_state")
     change = node.create_client(ChangeState, f"/{name}/change_state")
@@ -108,7 +93,7 @@ def _call(client, request, timeout_s: float = 30.0):
 
 
 def test_runtime_state_inactive_leaves_the_arms_to_a_supervisor_which_activates_them(ros, tmp_path):
-    hosts = _free_hosts(251, 254, 2)
+    hosts = free_sim_hosts(251, 254, 2)
     launch = Launch(tmp_path, "dual_franka.launch.py", "use_sim:=true", f"sim_hosts:={','.join(hosts)}",
                     "runtime_state:=inactive", f"output_dir:={tmp_path / 'run'}")
     try:

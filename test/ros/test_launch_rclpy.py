@@ -23,6 +23,7 @@ if shutil.which("ros2") is None:
 
 from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 from rclpy.node import Node  # noqa: E402
+from sim_process import free_sim_hosts  # noqa: E402
 
 from rpent.tools.steps import read_steps  # noqa: E402
 from rpent_ros.toolkit_client import RosToolkit  # noqa: E402
@@ -34,22 +35,6 @@ def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
-
-
-def _free_sim_hosts() -> str:
-    """Two loopback addresses whose franky-sim ports are free now (not 127.0.0.1/2, which others use)."""
-    hosts = []
-    for last in range(225, 231):
-        try:
-            for port in (1337, 1338):
-                with socket.socket() as probe:
-                    probe.bind((f"127.0.0.{last}", port))
-        except OSError:
-            continue
-        hosts.append(f"127.0.0.{last}")
-        if len(hosts) == 2:
-            return ",".join(hosts)
-    raise AssertionError("no two free addresses in 127.0.0.225-230 for franky-sim")
 
 
 def _dashboard_state(port: int, deadline_s: float) -> dict:
@@ -74,7 +59,7 @@ def test_dual_franka_launch_with_sim_serves_both_arms(tmp_path):
     env = {**os.environ, "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
     port = _free_port()
     launch = subprocess.Popen(
-        ["ros2", "launch", "rpent", "dual_franka.launch.py", "use_sim:=true", f"sim_hosts:={_free_sim_hosts()}",
+        ["ros2", "launch", "rpent", "dual_franka.launch.py", "use_sim:=true", f"sim_hosts:={','.join(free_sim_hosts(225, 230, 2))}",
          f"output_dir:={tmp_path / 'run'}",
          "dashboard:=true", f"dashboard_port:={port}"],
         env=env, stdout=open(tmp_path / "launch.log", "wb"), stderr=subprocess.STDOUT, start_new_session=True,  # noqa: SIM115

@@ -6,8 +6,6 @@ Skipped where rclpy, the generated rpent interfaces or franky-sim cannot be impo
 
 from __future__ import annotations
 
-import socket
-
 import numpy as np
 import pytest
 
@@ -16,6 +14,7 @@ pytest.importorskip("rpent.action", reason="rpent interfaces not generated: colc
 pytest.importorskip("franky_sim", reason="franky-sim is not installed (pip install rpent[sim])")
 
 from rclpy.parameter import Parameter  # noqa: E402
+from sim_process import free_sim_hosts  # noqa: E402
 
 from robots.franka.config import CONFIG_DIR, HOME_JOINTS_RAD, load_franka_config  # noqa: E402
 from robots.franka.scene_layout import random_scene  # noqa: E402
@@ -24,21 +23,6 @@ from rpent.robot import ConfigError  # noqa: E402
 from rpent_ros.runtime_nodes import FrankaSimNode  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(120)]
-
-
-def _free_hosts(count: int) -> list[str]:
-    hosts = []
-    for b in range(236, 241):
-        try:
-            for port in (1337, 1338):
-                with socket.socket() as probe:
-                    probe.bind((f"127.0.0.{b}", port))
-        except OSError:
-            continue
-        hosts.append(f"127.0.0.{b}")
-        if len(hosts) == count:
-            return hosts
-    raise AssertionError("no free 127.0.0.236-240 addresses for franky-sim")
 
 
 def _in_process_scene(config: str, seed: int, base: SimScene) -> SimScene:
@@ -51,7 +35,7 @@ def _in_process_scene(config: str, seed: int, base: SimScene) -> SimScene:
 @pytest.mark.parametrize(("arms", "config", "base"), [(1, "franka.yaml", SimScene()), (2, "franka_dual.yaml", SimScene.dual())])
 def test_sim_seed_simulates_the_random_scene_rpent_run_would(ros, arms, config, base):
     node = ros(FrankaSimNode(parameter_overrides=[
-        Parameter("arms", value=arms), Parameter("hosts", value=_free_hosts(arms)), Parameter("sim_seed", value=6),
+        Parameter("arms", value=arms), Parameter("hosts", value=free_sim_hosts(236, 240, arms)), Parameter("sim_seed", value=6),
         Parameter("camera_width", value=64), Parameter("camera_height", value=48),
     ]))
     expected = _in_process_scene(config, 6, base)
