@@ -54,6 +54,24 @@ def check_model(model: str) -> None:
                 "(default %s)", model, end_of_life, MODEL_ENV, DEFAULT_MODEL)
 
 
+def chosen_model(model: str | None) -> str:
+    """`model`, else the default model: refused unless a non-empty name, warned about if deprecated."""
+    model = default_model() if model is None else model
+    if not isinstance(model, str) or not model:
+        raise ValueError(f"model: must be a non-empty model name, got {model!r}")
+    check_model(model)
+    return model
+
+
+def api_key_from(api_key: str | None, api_key_env: str, *, required: bool = True) -> str | None:
+    """`api_key` if given, else the value of the variable `api_key_env`; refused, naming the
+    variable, when `required` and neither holds a key."""
+    key = api_key if api_key is not None else os.environ.get(api_key_env)
+    if not key and required:
+        raise ValueError(missing_key_message(api_key_env))
+    return key
+
+
 def missing_key_message(api_key_env: str) -> str:
     """The refusal when the API key's variable is empty; `rpent run` names the option as its flag."""
     return f"api_key_env: environment variable {api_key_env} is not set (export {api_key_env}=<key>, or name another variable)"

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import queue
 import time
 from collections.abc import Callable
@@ -19,6 +18,7 @@ from typing import Any
 
 import anthropic
 
+from rpent.message_stream import StreamCut, read_message
 from rpent.planner.api_wire import (
     CACHE,
     block_dict,
@@ -35,11 +35,11 @@ from rpent.planner.base import (
     PlannerResult,
     PlannerStatus,
     TokenUsage,
+    check_integer,
     check_positive,
     execute_tool,
 )
-from rpent.message_stream import StreamCut, read_message
-from rpent.settings import DEFAULT_MODEL, check_model, default_model, missing_key_message
+from rpent.settings import DEFAULT_MODEL, api_key_from, chosen_model
 from rpent.tools.result import ToolResult
 from rpent.tools.toolkit import Toolkit
 
@@ -97,24 +97,16 @@ class ApiPlanner(AsyncPlanner):
         prompt_caching: bool = True,
         on_text: Callable[[str], Any] | None = None,
     ) -> None:
-        model = default_model() if model is None else model
-        if not isinstance(model, str) or not model:
-            raise ValueError(f"model: must be a non-empty model name, got {model!r}")
-        check_model(model)
-        if not isinstance(max_output_tokens, int) or max_output_tokens < 1:
-            raise ValueError(f"max_output_tokens: must be an integer >= 1, got {max_output_tokens!r}")
-        if not isinstance(max_retries, int) or max_retries < 0:
-            raise ValueError(f"max_retries: must be an integer >= 0, got {max_retries!r}")
-        if not isinstance(end_turn_nudges, int) or end_turn_nudges < 0:
-            raise ValueError(f"end_turn_nudges: must be an integer >= 0, got {end_turn_nudges!r}")
+        model = chosen_model(model)
+        check_integer("max_output_tokens", max_output_tokens, 1)
+        check_integer("max_retries", max_retries, 0)
+        check_integer("end_turn_nudges", end_turn_nudges, 0)
         check_positive("max_wall_time_s", max_wall_time_s)
         check_positive("max_total_tokens", max_total_tokens)
         check_positive("retry_base_delay_s", retry_base_delay_s, optional=False)
         check_positive("retry_max_delay_s", retry_max_delay_s, optional=False)
         check_positive("request_timeout_s", request_timeout_s, optional=False)
-        key = api_key if api_key is not None else os.environ.get(api_key_env)
-        if not key:
-            raise ValueError(missing_key_message(api_key_env))
+        key = api_key_from(api_key, api_key_env)
         self.model = model
         self.base_url = base_url
         self._api_key = key

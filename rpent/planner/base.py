@@ -266,8 +266,13 @@ class ScriptPlanner(Planner):
 
 
 def check_max_turns(max_turns: int) -> None:
-    if not isinstance(max_turns, int) or isinstance(max_turns, bool) or max_turns < 1:
-        raise ValueError(f"max_turns: must be an integer >= 1, got {max_turns!r}")
+    check_integer("max_turns", max_turns, 1)
+
+
+def check_integer(field: str, value: int, minimum: int) -> None:
+    """Reject anything but an int of at least `minimum`, naming the option (a bool is not a count)."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise ValueError(f"{field}: must be an integer >= {minimum}, got {value!r}")
 
 
 def check_positive(field: str, value: float | None, *, optional: bool = True) -> None:

@@ -16,10 +16,18 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from rpent.planner.base import AsyncPlanner, OperatorInput, PlannerResult, PlannerStatus, TokenUsage, check_positive
+from rpent.planner.base import (
+    AsyncPlanner,
+    OperatorInput,
+    PlannerResult,
+    PlannerStatus,
+    TokenUsage,
+    check_integer,
+    check_positive,
+)
 from rpent.planner.cli_common import CliError, RunBridge, inside
 from rpent.planner.cli_run import MODEL_ENDED, CliRun
-from rpent.settings import check_model, default_model, missing_key_message
+from rpent.settings import api_key_from, chosen_model
 from rpent.tools.toolkit import Toolkit
 
 log = logging.getLogger(__name__)
@@ -62,18 +70,13 @@ class ClaudeCodePlanner(AsyncPlanner):
         env: dict[str, str] | None = None,
         stderr: Any = None,
     ) -> None:
-        model = default_model() if model is None else model
-        if not isinstance(model, str) or not model:
-            raise ValueError(f"model: must be a non-empty model name, got {model!r}")
-        check_model(model)
+        model = chosen_model(model)
         if not isinstance(server_name, str) or not server_name.replace("_", "").replace("-", "").isalnum():
             raise ValueError(f"server_name: must be letters, digits, '_' or '-', got {server_name!r}")
-        if not isinstance(end_turn_nudges, int) or end_turn_nudges < 0:
-            raise ValueError(f"end_turn_nudges: must be an integer >= 0, got {end_turn_nudges!r}")
+        check_integer("end_turn_nudges", end_turn_nudges, 0)
         check_positive("max_wall_time_s", max_wall_time_s)
-        key = api_key if api_key is not None else os.environ.get(api_key_env)
-        if not key and isolated_home:
-            raise ValueError(missing_key_message(api_key_env))
+        # Without an isolated home the CLI may use the account it is logged in with.
+        key = api_key_from(api_key, api_key_env, required=isolated_home)
         try:
             import claude_agent_sdk  # noqa: F401
         except ImportError as exc:

@@ -21,10 +21,18 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from rpent.planner.base import AsyncPlanner, OperatorInput, PlannerResult, PlannerStatus, TokenUsage, check_positive
+from rpent.planner.base import (
+    AsyncPlanner,
+    OperatorInput,
+    PlannerResult,
+    PlannerStatus,
+    TokenUsage,
+    check_integer,
+    check_positive,
+)
 from rpent.planner.cli_common import RunBridge, find_executable, terminate_group
 from rpent.planner.cli_run import MODEL_ENDED, CliRun
-from rpent.settings import CODEX_DEFAULT_MODEL, missing_key_message
+from rpent.settings import CODEX_DEFAULT_MODEL, api_key_from
 from rpent.tools.toolkit import Toolkit
 
 log = logging.getLogger(__name__)
@@ -78,14 +86,11 @@ class CodexPlanner(AsyncPlanner):
             raise ValueError(f"model: must be a non-empty model name, got {model!r}")
         if not isinstance(server_name, str) or not server_name.replace("_", "").isalnum():
             raise ValueError(f"server_name: must be letters, digits or '_', got {server_name!r}")
-        if not isinstance(end_turn_nudges, int) or end_turn_nudges < 0:
-            raise ValueError(f"end_turn_nudges: must be an integer >= 0, got {end_turn_nudges!r}")
+        check_integer("end_turn_nudges", end_turn_nudges, 0)
         if not isinstance(api_key_env, str) or not api_key_env.replace("_", "").isalnum():
             raise ValueError(f"api_key_env: must be an environment variable name, got {api_key_env!r}")
         check_positive("max_wall_time_s", max_wall_time_s)
-        key = api_key if api_key is not None else os.environ.get(api_key_env)
-        if not key:
-            raise ValueError(missing_key_message(api_key_env))
+        key = api_key_from(api_key, api_key_env)
         binary = find_codex(codex_bin)
         if codex_bin and not (Path(codex_bin).is_file() or shutil.which(str(codex_bin))):
             raise ValueError(f"codex_bin: {codex_bin} is not an executable file")

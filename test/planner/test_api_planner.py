@@ -399,6 +399,15 @@ def test_bad_options_are_rejected_naming_the_field(monkeypatch: pytest.MonkeyPat
         ApiPlanner(api_key="k").solve(system_prompt="s", user_message="u", toolkit=None, max_turns=0)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(("option", "value", "rule"), [
+    ("max_output_tokens", 0, ">= 1"), ("max_retries", -1, ">= 0"), ("end_turn_nudges", True, ">= 0"),
+    ("max_retries", 2.0, ">= 0"),
+])
+def test_a_count_option_takes_only_a_whole_number_in_range(option: str, value: Any, rule: str) -> None:
+    with pytest.raises(ValueError, match=f"^{option}: must be an integer {rule}, got {value!r}$"):
+        ApiPlanner(api_key="k", **{option: value})
+
+
 def test_build_planner_creates_the_api_planner_by_name() -> None:
     created = build_planner("api", api_key="k", model="m")
     assert isinstance(created, ApiPlanner) and created.model == "m"

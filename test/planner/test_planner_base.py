@@ -176,6 +176,17 @@ def test_a_script_planner_runs_its_script_with_the_toolkit_and_budget_it_was_giv
     assert result.stop_reason == "script over" and script.runs == [(toolkit, 3)]
 
 
+@pytest.mark.parametrize("name", ["api", "claude_code", "codex"])
+def test_every_model_planner_refuses_a_missing_key_and_a_bool_count_naming_the_option(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("RPENT_TEST_NO_KEY", raising=False)
+    with pytest.raises(ValueError, match="^api_key_env: environment variable RPENT_TEST_NO_KEY is not set"):
+        build_planner(name, api_key_env="RPENT_TEST_NO_KEY")
+    with pytest.raises(ValueError, match="^end_turn_nudges: must be an integer >= 0, got True$"):
+        build_planner(name, api_key="k", end_turn_nudges=True)
+
+
 def test_registry_maps_every_planner_name_lazily() -> None:
     assert set(PLANNERS) == {"api", "claude_code", "codex", "replay"}
 
