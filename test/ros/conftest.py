@@ -108,3 +108,18 @@ def ros() -> Iterator[Callable[[Any], Any]]:
         for node in nodes:
             node.destroy_node()
         rclpy.try_shutdown()
+
+
+@pytest.fixture
+def franka_sim_toolkit(ros: Callable[[Any], Any]) -> Callable[..., Any]:
+    """`franka_sim_toolkit(output_dir, **parameters)`: a spinning ToolkitNode of the franka robot on
+    franky-sim, without video; `parameters` are further node parameters (e.g. camera_rate_hz=2.0)."""
+    from rclpy.parameter import Parameter
+
+    from rpent_ros.toolkit_node import ToolkitNode
+
+    def start(output_dir: Path, **parameters: Any) -> Any:
+        values = {"robot": "franka", "sim": True, "video_fps": 0.0, "output_dir": str(output_dir), **parameters}
+        return ros(ToolkitNode(parameter_overrides=[Parameter(name, value=value) for name, value in values.items()]))
+
+    return start

@@ -167,13 +167,8 @@ def test_a_bad_base_placement_is_refused_naming_the_parameter(ros) -> None:
         ])
 
 
-def test_toolkit_node_with_the_arm_inside_publishes_the_same_model_and_frames(ros, tmp_path) -> None:
-    from rpent_ros.toolkit_node import ToolkitNode
-
-    toolkit = ros(ToolkitNode(parameter_overrides=[
-        Parameter("robot", value="franka"), Parameter("sim", value=True), Parameter("video_fps", value=0.0),
-        Parameter("output_dir", value=str(tmp_path / "franka")), Parameter("publish_rate_hz", value=20.0),
-    ]))
+def test_toolkit_node_with_the_arm_inside_publishes_the_same_model_and_frames(ros, franka_sim_toolkit, tmp_path) -> None:
+    toolkit = franka_sim_toolkit(tmp_path / "franka", publish_rate_hz=20.0)
     rviz = RvizStandIn(ros(Node("rviz_stand_in")), "/arm/robot_description")
     moving_links = {f"arm_link{i}" for i in range(1, 8)} | {"arm_leftfinger", "arm_rightfinger", "arm_ee"}
     rviz.wait_for(lambda: rviz.descriptions and "arm_link0" in rviz.static and moving_links <= set(rviz.dynamic),

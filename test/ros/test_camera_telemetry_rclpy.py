@@ -16,12 +16,10 @@ pytest.importorskip("rpent.action", reason="rpent interfaces not generated: colc
 pytest.importorskip("franky_sim", reason="franky-sim is not installed (pip install rpent[sim])")
 
 from rclpy.node import Node  # noqa: E402
-from rclpy.parameter import Parameter  # noqa: E402
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
 from rpent_ros.telemetry import LATCHED  # noqa: E402
-from rpent_ros.toolkit_node import ToolkitNode  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(180)]
 
@@ -57,11 +55,8 @@ class Seen:
                 f"TF child -> parent {dict(sorted(self.parents.items()))}")
 
 
-def test_in_process_cameras_publish_points_depth_and_frames_on_request(ros, tmp_path):
-    ros(ToolkitNode(parameter_overrides=[
-        Parameter("robot", value="franka"), Parameter("sim", value=True), Parameter("video_fps", value=0.0),
-        Parameter("output_dir", value=str(tmp_path / "run")), Parameter("camera_rate_hz", value=2.0),
-    ]))
+def test_in_process_cameras_publish_points_depth_and_frames_on_request(ros, franka_sim_toolkit, tmp_path):
+    franka_sim_toolkit(tmp_path / "run", camera_rate_hz=2.0)
     topics = {f"/toolkit/{c}/{s}": kind for c in ("front", "top", "wrist")
               for s, kind in (("points", PointCloud2), ("depth/image_raw", Image), ("camera_info", CameraInfo))}
     seen = Seen(ros(Node("rviz_stand_in")), topics)
@@ -71,11 +66,8 @@ def test_in_process_cameras_publish_points_depth_and_frames_on_request(ros, tmp_
     assert seen.parents["wrist_optical_frame"] == "arm_link8"
 
 
-def test_without_camera_rate_the_toolkit_node_publishes_no_camera_topics(ros, tmp_path):
-    toolkit = ros(ToolkitNode(parameter_overrides=[
-        Parameter("robot", value="franka"), Parameter("sim", value=True), Parameter("video_fps", value=0.0),
-        Parameter("output_dir", value=str(tmp_path / "run")),
-    ]))
+def test_without_camera_rate_the_toolkit_node_publishes_no_camera_topics(franka_sim_toolkit, tmp_path):
+    toolkit = franka_sim_toolkit(tmp_path / "run")
     published = {publisher.topic_name for publisher in toolkit.publishers}  # this node's own, not DDS discovery
     assert "/joint_states" in published  # the arm telemetry it does publish is listed
     assert not [t for t in published if t.endswith(("/points", "/depth/image_raw"))], sorted(published)

@@ -132,11 +132,8 @@ def test_planner_node_reaches_finish_through_the_ros_client(ros, tmp_path):
     assert [s["tool"] for s in second] == ["get_state", "finish"]
 
 
-def test_ros_cancel_stops_a_franky_sim_motion(ros, tmp_path):
-    node = ros(ToolkitNode(parameter_overrides=[
-        Parameter("robot", value="franka"), Parameter("sim", value=True), Parameter("video_fps", value=0.0),
-        Parameter("output_dir", value=str(tmp_path / "franka")),
-    ]))
+def test_ros_cancel_stops_a_franky_sim_motion(ros, franka_sim_toolkit, tmp_path):
+    node = franka_sim_toolkit(tmp_path / "franka")
     remote = client(ros)
     runtime = node.runtime_kwargs["runtime"]
     start = runtime.arm().state().pose.position

@@ -322,11 +322,8 @@ def test_ros_toolkit_refuses_bad_arguments_before_sending_anything(ros, tmp_path
     assert not remote.execute_tool("move_to", {"x_m": 0.2, "y_m": 0.2}).is_error
 
 
-def test_franka_feedback_carries_the_arm_pose_and_a_safety_refusal_aborts(ros, tmp_path):
-    node = ros(ToolkitNode(parameter_overrides=[
-        Parameter("robot", value="franka"), Parameter("sim", value=True), Parameter("video_fps", value=0.0),
-        Parameter("output_dir", value=str(tmp_path / "franka")),
-    ]))
+def test_franka_feedback_carries_the_arm_pose_and_a_safety_refusal_aborts(ros, franka_sim_toolkit, tmp_path):
+    node = franka_sim_toolkit(tmp_path / "franka")
     goals = goal_client(ros)
     runtime = node.runtime_kwargs["runtime"]
     motion = goals.send("move_to", {"x_m": 0.45, "y_m": 0.2, "z_m": 0.45, "speed_factor": 0.1})
