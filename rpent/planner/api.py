@@ -35,10 +35,9 @@ from rpent.planner.base import (
     PlannerResult,
     PlannerStatus,
     TokenUsage,
-    check_integer,
-    check_positive,
     execute_tool,
 )
+from rpent.planner.options import check_integer, check_positive
 from rpent.settings import DEFAULT_MODEL, api_key_from, chosen_model
 from rpent.tools.result import ToolResult
 from rpent.tools.toolkit import Toolkit

@@ -19,6 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+# Option checks moved to rpent.planner.options; plugins that import them from here still find them.
+from rpent.planner.options import check_max_turns
+from rpent.planner.options import check_positive as check_positive
+
 # The interface names the async bridge rpent.planner.base.execute_tool; it is defined in core.
 from rpent.tools.async_call import execute_tool as execute_tool
 
@@ -263,24 +267,6 @@ class ScriptPlanner(Planner):
     @abstractmethod
     def run(self, toolkit: Toolkit, max_turns: int, input_queue: queue.Queue[OperatorInput] | None) -> PlannerResult:
         """Drive the toolkit through the script; at most `max_turns` tool calls."""
-
-
-def check_max_turns(max_turns: int) -> None:
-    check_integer("max_turns", max_turns, 1)
-
-
-def check_integer(field: str, value: int, minimum: int) -> None:
-    """Reject anything but an int of at least `minimum`, naming the option (a bool is not a count)."""
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise ValueError(f"{field}: must be an integer >= {minimum}, got {value!r}")
-
-
-def check_positive(field: str, value: float | None, *, optional: bool = True) -> None:
-    """Reject a non-positive option, naming it (None passes when the option is optional)."""
-    if value is None and optional:
-        return
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
-        raise ValueError(f"{field}: must be a positive number, got {value!r}")
 
 
 # -- registry ----------------------------------------------------------------------------------
