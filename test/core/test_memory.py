@@ -131,11 +131,15 @@ def test_writing_to_the_output_dir_itself_creates_nothing_anywhere(memory_root, 
     kit.close()
 
 
-def test_writing_to_a_memory_folder_creates_nothing_anywhere(memory_root, tmp_path):
+@pytest.mark.parametrize(("arguments", "named"), [
+    ({"path": "inbox", "text": "x"}, ["path:", "is a folder"]),  # a memory folder, not a file
+    ({"path": "inbox/idea.md", "text": "half \ud800"}, ["text:"]),  # text that is not Unicode
+], ids=["folder", "not-unicode"])
+def test_a_refused_write_creates_nothing_anywhere(memory_root, tmp_path, arguments, named):
     kit = Toolkit(memory=MemoryManager(memory_root, "read-write"))
     before = _tree(tmp_path)
-    refused = kit.execute_tool("write_text_file", {"path": "inbox", "text": "x"})
-    assert refused.is_error and "path:" in refused.error and "is a folder" in refused.error
+    refused = kit.execute_tool("write_text_file", arguments)
+    assert refused.is_error and all(part in refused.error for part in named), refused.error
     assert _tree(tmp_path) == before
     kit.close()
 
@@ -149,15 +153,6 @@ def test_a_path_that_names_no_real_file_is_refused_before_anything_is_written(me
     for name, arguments in [("write_text_file", {"path": path, "text": "x"}), ("read_text_file", {"path": path})]:
         refused = kit.execute_tool(name, arguments)
         assert refused.is_error and refused.error.startswith("ValueError: path:") and rule in refused.error
-    assert _tree(tmp_path) == before
-    kit.close()
-
-
-def test_text_that_is_not_unicode_is_refused_before_anything_is_written(memory_root, tmp_path):
-    kit = Toolkit(memory=MemoryManager(memory_root, "read-write"))
-    before = _tree(tmp_path)
-    refused = kit.execute_tool("write_text_file", {"path": "inbox/idea.md", "text": "half \ud800"})
-    assert refused.is_error and "text:" in refused.error
     assert _tree(tmp_path) == before
     kit.close()
 
