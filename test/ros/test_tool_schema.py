@@ -88,6 +88,20 @@ def test_values_json_cannot_carry_are_refused_as_the_toolkit_refuses_them():
         assert _outcome(checker.check, args) == _outcome(t.validate, args) == (False, ["x_m"]), odd
 
 
+def _refusal(check, arguments) -> str:
+    with pytest.raises(ToolArgumentError) as refused:
+        check(arguments)
+    return str(refused.value)
+
+
+def test_values_json_cannot_carry_are_refused_in_the_toolkit_s_words():
+    t = next(t for t in TOOLS if t.name == "move_to" and "z_m" in t.input_schema["required"])
+    checker = ArgumentChecker(t.name, t.input_schema)
+    for odd in ({"x_m": np.float64(0.1), "y_m": 0.1, "z_m": 0.3}, {"x_m": [[float("nan")]], "y_m": 0.1, "z_m": 0.3},
+                {1: 0.1, "y_m": 0.1, "z_m": 0.3}, {"x_m": {2: 0.1}, "y_m": 0.1, "z_m": 0.3}):
+        assert _refusal(checker.check, odd) == _refusal(t.validate, odd), odd
+
+
 def test_a_refusal_reads_like_the_toolkit_s():
     toy = {t.name: t for t in load_robot("toy").get_robot_spec().list_tools()}
     checker = ArgumentChecker("move_to", toy["move_to"].input_schema)
