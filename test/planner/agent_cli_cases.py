@@ -15,7 +15,7 @@ from fakes import FakeModelServer, Reply, Text
 from robots.toy.runtime import ToyWorld
 from robots.toy.toolkit import ToyToolkit
 from rpent.memory import MemoryManager
-from rpent.planner.base import AbortRequest, OperatorMessage, PlannerResult, PlannerStatus
+from rpent.planner.base import AbortRequest, OperatorMessage, PlannerResult, PlannerStatus, build_planner
 from rpent.planner.cli_common import NUDGE_TEXT
 
 Solve = Callable[..., PlannerResult]
@@ -41,6 +41,23 @@ class WatchedWorld(ToyWorld):
 def make_toolkit(tmp_path: Path, speed_m_s: float = 0.5) -> ToyToolkit:
     return ToyToolkit(robot=WatchedWorld(speed_m_s=speed_m_s), output_dir=tmp_path / "run",
                       memory=MemoryManager(tmp_path / "memory"))
+
+
+SYSTEM_PROMPT = "You drive a toy arm. ROBOT-PROMPT"
+TASK = "Put the red block in the bin."
+
+
+def solver(planner: str, model: str, api_path: str = "") -> Solve:
+    """`solve(server, toolkit, *, max_turns=10, input_queue=None, **options)`: one run of the named CLI
+    planner on the toy task, talking to the fake model server (at `api_path` below its URL)."""
+
+    def solve(server: FakeModelServer, toolkit: ToyToolkit, *, max_turns: int = 10, input_queue: Any = None,
+              **options: Any) -> PlannerResult:
+        run = build_planner(planner, model=model, base_url=server.base_url + api_path, api_key="test-key", **options)
+        return run.solve(system_prompt=SYSTEM_PROMPT, user_message=TASK, toolkit=toolkit, max_turns=max_turns,
+                         input_queue=input_queue)
+
+    return solve
 
 
 def abort_mid_motion(model_server: FakeModelServer, tmp_path: Path, solve: Solve, robot: Robot) -> None:

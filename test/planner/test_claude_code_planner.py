@@ -13,6 +13,7 @@ from agent_cli_cases import (
     nudged_once_then_ended,
     operator_message_after_turn_end,
     operator_message_in_next_tool_result,
+    solver,
     wall_time_stops_a_long_motion,
 )
 from fakes import Failure, FakeModelServer, Reply, Text, ToolUse
@@ -39,12 +40,7 @@ pytestmark = [
 ROBOT_TOOLS = {"move_to", "grasp", "release", "get_state", "capture_image", "finish"}
 
 
-def solve(server: FakeModelServer, toolkit: ToyToolkit, *, max_turns: int = 10, input_queue: Any = None,
-          **options: Any) -> PlannerResult:
-    planner = build_planner("claude_code", model="claude-sonnet-4-5", base_url=server.base_url,
-                            api_key="test-key", **options)
-    return planner.solve(system_prompt="You drive a toy arm. ROBOT-PROMPT", user_message="Put the red block in the bin.",
-                         toolkit=toolkit, max_turns=max_turns, input_queue=input_queue)
+solve = solver("claude_code", "claude-sonnet-4-5")
 
 
 def robot(name: str, **arguments: Any) -> ToolUse:

@@ -13,6 +13,7 @@ from agent_cli_cases import (
     nudged_once_then_ended,
     operator_message_after_turn_end,
     operator_message_in_next_tool_result,
+    solver,
     wall_time_stops_a_long_motion,
 )
 from fakes import Failure, FakeModelServer, Reply, Text, ToolUse
@@ -29,11 +30,7 @@ pytestmark = [
 ]
 
 
-def solve(server: FakeModelServer, toolkit: ToyToolkit, *, max_turns: int = 10, input_queue: Any = None,
-          **options: Any) -> PlannerResult:
-    planner = build_planner("codex", model="gpt-fake", base_url=f"{server.base_url}/v1", api_key="test-key", **options)
-    return planner.solve(system_prompt="You drive a toy arm. ROBOT-PROMPT", user_message="Put the red block in the bin.",
-                         toolkit=toolkit, max_turns=max_turns, input_queue=input_queue)
+solve = solver("codex", "gpt-fake", "/v1")
 
 
 def robot(name: str, **arguments: Any) -> ToolUse:
