@@ -181,9 +181,9 @@ def test_every_model_planner_refuses_a_missing_key_and_a_bool_count_naming_the_o
     name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("RPENT_TEST_NO_KEY", raising=False)
-    with pytest.raises(ValueError, match="^api_key_env: environment variable RPENT_TEST_NO_KEY is not set"):
+    with pytest.raises(ValueError, match=r"^api_key_env: environment variable RPENT_TEST_NO_KEY is not set"):
         build_planner(name, api_key_env="RPENT_TEST_NO_KEY")
-    with pytest.raises(ValueError, match="^end_turn_nudges: must be an integer >= 0, got True$"):
+    with pytest.raises(ValueError, match=r"^end_turn_nudges: must be an integer >= 0, got True$"):
         build_planner(name, api_key="k", end_turn_nudges=True)
 
 
