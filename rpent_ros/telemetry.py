@@ -37,6 +37,11 @@ if TYPE_CHECKING:
 
 # Latched topics (robot_description, /tf_static): a subscriber that joins later still gets the last message.
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
+# Listening on /tf_static: every arm and fixed camera latches its own message there, so a listener that
+# kept only one (depth 1) would lose all but the last that arrived before its callback ran (tf2_ros's
+# static listener keeps 100 for the same reason).
+TF_STATIC_LISTENER = QoSProfile(depth=100, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                                reliability=ReliabilityPolicy.RELIABLE)
 
 
 def _transform_msg(stamp: Time, parent: str, child: str, xyz: Sequence[float], xyzw: Sequence[float]) -> TransformStamped:

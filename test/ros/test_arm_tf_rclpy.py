@@ -30,6 +30,7 @@ from tf2_msgs.msg import TFMessage  # noqa: E402
 
 from rpent_ros.robot_description import UrdfError, load_arm_description, quaternion_xyzw  # noqa: E402
 from rpent_ros.runtime_nodes import FrankaArmNode, FrankaGripperNode  # noqa: E402
+from rpent_ros.telemetry import TF_STATIC_LISTENER  # noqa: E402
 
 from .managed import activated  # noqa: E402
 
@@ -53,7 +54,7 @@ class RvizStandIn:
         self.dynamic: dict[str, tuple[str, np.ndarray]] = {}
         self.joints: dict[str, float] = {}
         node.create_subscription(String, description_topic, self._description, LATCHED)
-        node.create_subscription(TFMessage, "/tf_static", lambda m: self._tf(self.static, m), LATCHED)
+        node.create_subscription(TFMessage, "/tf_static", lambda m: self._tf(self.static, m), TF_STATIC_LISTENER)
         node.create_subscription(TFMessage, "/tf", lambda m: self._tf(self.dynamic, m), 50)
         node.create_subscription(JointState, "/joint_states", self._joint_state, 50)
 

@@ -32,7 +32,7 @@ from robots.franka.camera_mount import fovy_intrinsics  # noqa: E402
 from robots.franka.sim import TABLE_TOP_Z_M, SimScene  # noqa: E402
 from rpent_ros.camera_topics import calibration_fields  # noqa: E402
 from rpent_ros.launch_helpers import managed_node  # noqa: E402
-from rpent_ros.telemetry import LATCHED  # noqa: E402
+from rpent_ros.telemetry import TF_STATIC_LISTENER  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(300)]
 WIDTH, HEIGHT = 160, 120
@@ -72,7 +72,7 @@ class Viewer:
                                  ("depth/camera_info", CameraInfo), ("points", PointCloud2)):
                 topic = f"/franka_sim/{camera}/{suffix}"
                 node.create_subscription(kind, topic, lambda m, t=topic: self._keep(t, m), 2)
-        node.create_subscription(TFMessage, "/tf_static", lambda m: self._tf(self.static, m), LATCHED)
+        node.create_subscription(TFMessage, "/tf_static", lambda m: self._tf(self.static, m), TF_STATIC_LISTENER)
         node.create_subscription(TFMessage, "/tf", lambda m: self._tf(self.dynamic, m), 100)
 
     def _keep(self, topic: str, msg: object) -> None:

@@ -31,7 +31,7 @@ from rpent.runtime.arm import RuntimeFault  # noqa: E402
 from rpent.runtime.camera import CameraFrame  # noqa: E402
 from rpent_ros.remote_runtime import CameraProxy  # noqa: E402
 from rpent_ros.runtime_nodes import CameraNode  # noqa: E402
-from rpent_ros.telemetry import LATCHED  # noqa: E402
+from rpent_ros.telemetry import TF_STATIC_LISTENER  # noqa: E402
 
 from .managed import activated  # noqa: E402
 
@@ -94,7 +94,7 @@ def test_a_realsense_camera_node_publishes_its_depth_calibration_and_frame(ros, 
     client = ros(Node("viewer"))
     seen = Last(client, {
         "/camera/front/depth/image_raw": (Image, 2), "/camera/front/camera_info": (CameraInfo, 2),
-        "/tf_static": (TFMessage, LATCHED),
+        "/tf_static": (TFMessage, TF_STATIC_LISTENER),
     })
     depth, info = seen.wait("/camera/front/depth/image_raw"), seen.wait("/camera/front/camera_info")
     c = recording.colour

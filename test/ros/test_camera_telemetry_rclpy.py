@@ -19,7 +19,7 @@ from rclpy.node import Node  # noqa: E402
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
-from rpent_ros.telemetry import LATCHED  # noqa: E402
+from rpent_ros.telemetry import TF_STATIC_LISTENER  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(180)]
 
@@ -33,7 +33,7 @@ class Seen:
         self.parents: dict[str, str] = {}
         for topic, kind in topics.items():
             node.create_subscription(kind, topic, lambda _m, t=topic: self._saw(t), 2)
-        node.create_subscription(TFMessage, "/tf_static", self._tf, LATCHED)
+        node.create_subscription(TFMessage, "/tf_static", self._tf, TF_STATIC_LISTENER)
         node.create_subscription(TFMessage, "/tf", self._tf, 100)
 
     def _saw(self, topic: str) -> None:

@@ -28,7 +28,7 @@ from robots.franka.camera_mount import CameraMount  # noqa: E402
 from rpent.runtime.camera import CameraFrame, Intrinsics  # noqa: E402
 from rpent.tools.images import decode_png  # noqa: E402
 from rpent_ros.image_msgs import frame_to_image_msg, image_msg_to_rgb  # noqa: E402
-from rpent_ros.telemetry import LATCHED, CameraTelemetry  # noqa: E402
+from rpent_ros.telemetry import TF_STATIC_LISTENER, CameraTelemetry  # noqa: E402
 from rpent_ros.toolkit_client import RosToolkit  # noqa: E402
 from rpent_ros.toolkit_node import ToolkitNode  # noqa: E402
 
@@ -121,7 +121,7 @@ def test_depth_camera_publishes_metric_depth_points_and_its_frame_in_tf(ros):
     wrist.publish(CameraFrame("wrist", rgb, depth, k, np.eye(4), "arm_link0", 1700000000.25, {"mount": "wrist"}))
     top.publish(CameraFrame("top", rgb, depth, k, in_base, "arm_link0", 1700000000.25, {"mount": "fixed"}))
     # Joining late, as rviz may: the fixed camera's frame is latched on /tf_static.
-    tf_static = Inbox(viewer, TFMessage, "/tf_static", LATCHED)
+    tf_static = Inbox(viewer, TFMessage, "/tf_static", TF_STATIC_LISTENER)
 
     image = depths.wait(1)
     assert image.encoding == "32FC1" and image.header.frame_id == "wrist_optical_frame"
