@@ -154,3 +154,48 @@ def wall_time_stops_a_long_motion(model_server: FakeModelServer, tmp_path: Path,
         assert toolkit.robot.gripper_xyz[0] > 0.0
     finally:
         toolkit.close()
+
+
+def puts_the_red_block_in_the_bin(model_server: FakeModelServer, toolkit: ToyToolkit, solve: Solve, robot: Robot,
+                                  first: Callable[[dict[str, Any]], Reply],
+                                  after_move: Callable[[dict[str, Any]], Reply]) -> PlannerResult:
+    """The whole toy task: `first` answers the opening request (with the move to the red block) and
+    `after_move` the one after it (with the grasp), so each CLI test can look at its own wire format there."""
+    model_server.script(
+        first, after_move,
+        Reply([robot("move_to", x_m=0.5, y_m=0.1, z_m=0.1)]),
+        Reply([robot("release")]),
+        Reply([robot("finish", status="success", summary="The red block is in the bin.")]),
+    )
+    model_server.when_exhausted = Reply([Text("Done.")])  # the CLI may ask once more after the finish
+    result = solve(model_server, toolkit)
+
+    assert result.status is PlannerStatus.FINISHED, (result.stop_reason, result.error)
+    assert result.finish_result["status"] == "success"
+    assert toolkit.robot.in_bin("red") and toolkit.solved()
+    assert result.turns == 5 and result.usage.input_tokens > 0
+    return result
+
+
+def tool_errors_reach_the_model(model_server: FakeModelServer, toolkit: ToyToolkit, solve: Solve, robot: Robot,
+                                last_result: Callable[[dict[str, Any]], Any]) -> tuple[PlannerResult, Any, Any]:
+    """A move out of reach, then a grasp on nothing: returns the run and what `last_result` read of each
+    tool's answer, for the caller to check against its CLI's way of marking an error."""
+    seen: list[Any] = []
+
+    def after_bad_arguments(body: dict[str, Any]) -> Reply:
+        seen.append(last_result(body))
+        return Reply([robot("grasp")])
+
+    def after_grasp(body: dict[str, Any]) -> Reply:
+        seen.append(last_result(body))
+        return Reply([robot("finish", status="failure", summary="Nothing to grasp.")])
+
+    model_server.script(Reply([robot("move_to", x_m=5.0, y_m=0.1)]), after_bad_arguments, after_grasp)
+    model_server.when_exhausted = Reply([Text("Done.")])
+    result = solve(model_server, toolkit)
+
+    assert result.status is PlannerStatus.FINISHED
+    assert toolkit.robot.gripper_xyz == [0.3, 0.3, 0.2]  # the bad target never moved the arm
+    bad, grasp = seen
+    return result, bad, grasp

@@ -13,7 +13,9 @@ from agent_cli_cases import (
     nudged_once_then_ended,
     operator_message_after_turn_end,
     operator_message_in_next_tool_result,
+    puts_the_red_block_in_the_bin,
     solver,
+    tool_errors_reach_the_model,
     wall_time_stops_a_long_motion,
 )
 from fakes import Failure, FakeModelServer, Reply, Text, ToolUse
@@ -78,20 +80,9 @@ def test_claude_code_puts_the_block_in_the_bin_with_the_exact_tool_sequence(mode
         seen["move_result"] = result
         return Reply([robot("grasp")])
 
-    model_server.script(
-        first, after_move,
-        Reply([robot("move_to", x_m=0.5, y_m=0.1, z_m=0.1)]),
-        Reply([robot("release")]),
-        Reply([robot("finish", status="success", summary="The red block is in the bin.")]),
-    )
-    model_server.when_exhausted = Reply([Text("Done.")])  # the CLI may ask once more after the finish
-    result = solve(model_server, toolkit)
+    result = puts_the_red_block_in_the_bin(model_server, toolkit, solve, robot, first, after_move)
 
-    assert result.status is PlannerStatus.FINISHED, (result.stop_reason, result.error)
-    assert result.finish_result["status"] == "success"
     assert called(result) == ["move_to", "grasp", "move_to", "release", "finish"]
-    assert toolkit.robot.in_bin("red") and toolkit.solved()
-    assert result.turns == 5 and result.usage.input_tokens > 0
     # The robot's tools and the Read tool, and nothing that runs commands, writes files or browses.
     assert {f"mcp__robot__{n}" for n in ROBOT_TOOLS} <= seen["tools"]
     assert "Read" in seen["tools"] and "mcp__robot__read_image" not in seen["tools"]
@@ -163,26 +154,11 @@ def test_read_opens_run_images_but_is_denied_outside_the_run_directories(model_s
 
 
 def test_tool_errors_reach_the_model_and_the_run_goes_on(model_server: FakeModelServer, toolkit: ToyToolkit) -> None:
-    seen: dict[str, Any] = {}
+    result, bad, grasp = tool_errors_reach_the_model(model_server, toolkit, solve, robot,
+                                                     lambda body: tool_results(body)[0])
 
-    def after_bad_arguments(body: dict[str, Any]) -> Reply:
-        (result,) = tool_results(body)
-        seen["bad"] = result
-        return Reply([robot("grasp")])
-
-    def after_grasp(body: dict[str, Any]) -> Reply:
-        (result,) = tool_results(body)
-        seen["grasp"] = result
-        return Reply([robot("finish", status="failure", summary="Nothing to grasp.")])
-
-    model_server.script(Reply([robot("move_to", x_m=5.0, y_m=0.1)]), after_bad_arguments, after_grasp)
-    model_server.when_exhausted = Reply([Text("Done.")])
-    result = solve(model_server, toolkit)
-
-    assert result.status is PlannerStatus.FINISHED
-    assert seen["bad"].get("is_error") and "x_m" in result_text(seen["bad"])
-    assert toolkit.robot.gripper_xyz == [0.3, 0.3, 0.2]  # the bad target never moved the arm
-    assert seen["grasp"].get("is_error") and "grasp closed on nothing" in result_text(seen["grasp"])
+    assert bad.get("is_error") and "x_m" in result_text(bad)
+    assert grasp.get("is_error") and "grasp closed on nothing" in result_text(grasp)
     assert called(result) == ["move_to", "grasp", "finish"]
 
 

@@ -13,7 +13,9 @@ from agent_cli_cases import (
     nudged_once_then_ended,
     operator_message_after_turn_end,
     operator_message_in_next_tool_result,
+    puts_the_red_block_in_the_bin,
     solver,
+    tool_errors_reach_the_model,
     wall_time_stops_a_long_motion,
 )
 from fakes import Failure, FakeModelServer, Reply, Text, ToolUse
@@ -65,20 +67,9 @@ def test_codex_puts_the_block_in_the_bin_with_the_exact_tool_sequence(model_serv
         seen["move_output"] = outputs(body)[-1]
         return Reply([robot("grasp")])
 
-    model_server.script(
-        first, after_move,
-        Reply([robot("move_to", x_m=0.5, y_m=0.1, z_m=0.1)]),
-        Reply([robot("release")]),
-        Reply([robot("finish", status="success", summary="The red block is in the bin.")]),
-    )
-    model_server.when_exhausted = Reply([Text("Done.")])  # Codex may ask once more after the finish
-    result = solve(model_server, toolkit)
+    result = puts_the_red_block_in_the_bin(model_server, toolkit, solve, robot, first, after_move)
 
-    assert result.status is PlannerStatus.FINISHED, (result.stop_reason, result.error)
-    assert result.finish_result["status"] == "success"
     assert called(result) == ["move_to", "grasp", "move_to", "release", "finish"]
-    assert toolkit.robot.in_bin("red") and toolkit.solved()
-    assert result.turns == 5 and result.usage.input_tokens > 0
     # Our prompt replaces Codex's coding-agent instructions; the robot's tools come as one namespace,
     # without read_image, beside view_image, and no shell or sub-agent tools.
     assert seen["developer"][0] == "You drive a toy arm. ROBOT-PROMPT"
@@ -127,24 +118,11 @@ def test_personal_codex_config_never_reaches_the_run(model_server: FakeModelServ
 
 
 def test_tool_errors_reach_the_model_and_the_run_goes_on(model_server: FakeModelServer, toolkit: ToyToolkit) -> None:
-    seen: dict[str, Any] = {}
+    result, bad, grasp = tool_errors_reach_the_model(model_server, toolkit, solve, robot,
+                                                     lambda body: output_text(outputs(body)[-1]))
 
-    def after_bad_arguments(body: dict[str, Any]) -> Reply:
-        seen["bad"] = output_text(outputs(body)[-1])
-        return Reply([robot("grasp")])
-
-    def after_grasp(body: dict[str, Any]) -> Reply:
-        seen["grasp"] = output_text(outputs(body)[-1])
-        return Reply([robot("finish", status="failure", summary="Nothing to grasp.")])
-
-    model_server.script(Reply([robot("move_to", x_m=5.0, y_m=0.1)]), after_bad_arguments, after_grasp)
-    model_server.when_exhausted = Reply([Text("Done.")])
-    result = solve(model_server, toolkit)
-
-    assert result.status is PlannerStatus.FINISHED
-    assert "x_m" in seen["bad"] and '"error"' in seen["bad"]
-    assert toolkit.robot.gripper_xyz == [0.3, 0.3, 0.2]  # the bad target never moved the arm
-    assert "grasp closed on nothing" in seen["grasp"]
+    assert "x_m" in bad and '"error"' in bad
+    assert "grasp closed on nothing" in grasp
     assert called(result) == ["move_to", "grasp", "finish"]
     assert [bool(e.get("is_error")) for e in result.transcript if e.get("role") == "tool"] == [True, True, False]
 
