@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import time
+import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
@@ -42,3 +43,23 @@ def wait_counter(server: RpcServer, name: str, at_least: int, timeout_s: float =
     return wait_for(
         lambda: (c := server.counters())[name] >= at_least and c, timeout_s, f"counter {name} >= {at_least}"
     )
+
+
+def peak_traced_bytes_of_stalled_peers(port: int, opening: bytes, answered: Callable[[socket.socket], None],
+                                       peers: int = 5) -> int:
+    """Open `peers` connections that each send `opening` (a header declaring far more than follows) and stop;
+    `answered` checks what the server sent one of them. Returns the peak of Python's allocations meanwhile,
+    which shows whether the server reserved what was declared or only what arrived."""
+    socks: list[socket.socket] = []
+    tracemalloc.start()
+    try:
+        for _ in range(peers):
+            socks.append(connect(port))
+            socks[-1].sendall(opening)
+        for sock in socks:
+            answered(sock)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+        for sock in socks:
+            sock.close()

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
 import time
-import tracemalloc
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from rpc_fixtures import ProbeFacade, running
-from rpc_limits_support import connect, read_to_eof, wait_counter, wait_for
+from rpc_limits_support import connect, peak_traced_bytes_of_stalled_peers, read_to_eof, wait_counter, wait_for
 
 from rpent.rpc import RpcClient, RpcServerBusy, UntrustedBindError, serve
 from rpent.rpc.http_guard import RequestGuard
@@ -238,21 +238,11 @@ def test_calls_past_the_concurrency_cap_get_503_and_health_probes_still_answer()
 def test_a_declared_huge_body_holds_only_what_has_arrived() -> None:
     limits = ServerLimits(read_timeout_s=0.5)
     with running(ProbeFacade(), "http://127.0.0.1:0", limits=limits) as server:
-        tracemalloc.start()
-        try:
-            socks = []
-            for _ in range(5):
-                sock = connect(server.endpoint.port)
-                sock.sendall(
-                    b"POST /call HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                    b"Content-Length: 250000000\r\n\r\n" + b" " * 300_000
-                )
-                socks.append(sock)
-            for sock in socks:
-                assert split_response(read_to_eof(sock))[0] == 408
-            _, peak = tracemalloc.get_traced_memory()
-        finally:
-            tracemalloc.stop()
-            for sock in socks:
-                sock.close()
+        opening = (b"POST /call HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                   b"Content-Length: 250000000\r\n\r\n" + b" " * 300_000)
+
+        def answered(sock: socket.socket) -> None:
+            assert split_response(read_to_eof(sock))[0] == 408
+
+        peak = peak_traced_bytes_of_stalled_peers(server.endpoint.port, opening, answered)
         assert peak < 20 * 2**20, f"{peak / 2**20:.0f} MiB held for 1.5 MB of input"

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+import socket
 import struct
 import threading
-import tracemalloc
 
 import numpy as np
 import pytest
 from rpc_fixtures import ProbeFacade, running
-from rpc_limits_support import connect, read_to_eof, wait_counter, wait_for
+from rpc_limits_support import connect, peak_traced_bytes_of_stalled_peers, read_to_eof, wait_counter, wait_for
 
 from rpent.rpc import RpcClient, RpcServerBusy
 from rpent.rpc.framing import MAGIC, encode_frame, recv_frame, send_frame
@@ -25,20 +25,13 @@ def _header(*lengths: int) -> bytes:
 def test_a_header_declaring_255_mib_reserves_only_what_has_arrived() -> None:
     limits = ServerLimits(read_timeout_s=0.5)
     with running(ProbeFacade(), "socket://127.0.0.1:0", limits=limits) as server:
-        tracemalloc.start()
-        try:
-            socks = [connect(server.endpoint.port) for _ in range(5)]
-            for sock in socks:
-                sock.sendall(_header(255 * 2**20) + b"\x80" * 300_000)
-            for sock in socks:  # each stalled frame is dropped at the read timeout, with an error frame
-                status, error = recv_frame(sock)
-                assert status == "error" and "stalled" in error["message"]
-                assert read_to_eof(sock) == b""
-            _, peak = tracemalloc.get_traced_memory()
-        finally:
-            tracemalloc.stop()
-            for sock in socks:
-                sock.close()
+        def answered(sock: socket.socket) -> None:  # a stalled frame is dropped at the read timeout, with an error
+            status, error = recv_frame(sock)
+            assert status == "error" and "stalled" in error["message"]
+            assert read_to_eof(sock) == b""
+
+        peak = peak_traced_bytes_of_stalled_peers(server.endpoint.port, _header(255 * 2**20) + b"\x80" * 300_000,
+                                                  answered)
         assert peak < 8 * 2**20, f"{peak / 2**20:.0f} MiB held for 1.5 MB of input"
         assert server.counters()["dropped_stalled"] == 5
 
