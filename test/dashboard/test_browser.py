@@ -23,6 +23,14 @@ pytestmark = [
 REPLAY = ("--planner", "replay", "--recipe", str(TOY_RECIPE))
 
 
+def send_from_operator_panel(page: Any, field: str, button: str, text: str) -> None:
+    """Type `text` into the panel's `field`, press `button`, and wait until the operator log shows it:
+    the page echoes only what the session accepted, so the test goes on once the server has it."""
+    page.fill(f"[data-testid={field}]", text)
+    page.click(f"[data-testid={button}]")
+    page.wait_for_selector(f"[data-testid=operator-log] li:has-text('{text}')", timeout=WAIT_MS)
+
+
 def test_start_a_task_from_the_form_and_watch_frames_and_timeline(served_factory, page: Any) -> None:
     served = served_factory(*REPLAY, "--speed", "0.3")
     open_dashboard(page, served)
@@ -60,9 +68,7 @@ def test_abort_mid_motion_stops_the_arm_and_marks_the_task_aborted(served_factor
     open_dashboard(page, served)
     page.click("[data-testid=start-task]")
     page.wait_for_selector("[data-testid=timeline-row][data-tool=move_to][data-status=running]", timeout=WAIT_MS)
-    page.fill("[data-testid=note-input]", "stopped on purpose")
-    page.click("[data-testid=add-note]")
-    page.wait_for_selector("[data-testid=operator-log] li:has-text('stopped on purpose')", timeout=WAIT_MS)
+    send_from_operator_panel(page, "note-input", "add-note", "stopped on purpose")
     page.click("[data-testid=abort]")
     page.wait_for_selector("[data-testid=task-status]:has-text('aborted')", timeout=WAIT_MS)
     assert world.stops == 1 and world.gripper_xyz != [0.1, 0.45, 0.1]
@@ -96,9 +102,7 @@ def test_message_typed_in_the_page_reaches_the_planner_at_the_next_turn(
     open_dashboard(page, served)
     page.click("[data-testid=start-task]")
     page.wait_for_selector("[data-testid=task-status]:has-text('running')", timeout=WAIT_MS)
-    page.fill("[data-testid=message-input]", "the red block is slippery, stop after looking")
-    page.click("[data-testid=send-message]")
-    page.wait_for_selector("[data-testid=operator-log] li:has-text('slippery')", timeout=WAIT_MS)
+    send_from_operator_panel(page, "message-input", "send-message", "the red block is slippery, stop after looking")
     message_shown.set()
     page.wait_for_selector("[data-testid=planner-text]:has-text('I will look at the table')", timeout=WAIT_MS)
     page.wait_for_selector("[data-testid=task-status]:has-text('finished')", timeout=WAIT_MS)
