@@ -18,7 +18,7 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from rpent.rpc.endpoint import Endpoint, as_endpoint, endpoint_arg
 from rpent.rpc.facade import RpcFacade
@@ -30,6 +30,14 @@ from rpent.rpc.socket_server import SocketRpcServer
 # The supervisor reads this line to learn the bound port when it asked for port 0.
 READY_PREFIX = "RPENT_RPC_LISTENING "
 DEFAULT_SERVER_ENDPOINT = "http://127.0.0.1:0"
+
+
+class ServerOptions(TypedDict, total=False):
+    """What ``make_server`` and ``serve`` take beside the facade and endpoint (defaults in ``make_server``)."""
+
+    trust_network: bool
+    allow_remote: bool
+    limits: ServerLimits | None
 
 
 def make_server(
@@ -50,19 +58,12 @@ def make_server(
     return HttpRpcServer(facade, ep, allow_remote=allow_remote, limits=limits)
 
 
-def serve(
-    facade: RpcFacade,
-    endpoint: str | Endpoint,
-    *,
-    trust_network: bool = False,
-    allow_remote: bool = False,
-    limits: ServerLimits | None = None,
-) -> RpcServer:
-    """Serve ``facade`` in background threads and return the running server.
+def serve(facade: RpcFacade, endpoint: str | Endpoint, **options: Unpack[ServerOptions]) -> RpcServer:
+    """Serve ``facade`` in background threads and return the running server (options as ``make_server``).
 
     ``server.endpoint`` has the bound port; ``server.stop()`` or an rpc ``shutdown`` ends it.
     """
-    return make_server(facade, endpoint, trust_network=trust_network, allow_remote=allow_remote, limits=limits).start()
+    return make_server(facade, endpoint, **options).start()
 
 
 def _positive(kind: type[float] | type[int]) -> Callable[[str], float]:
