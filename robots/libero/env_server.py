@@ -10,14 +10,13 @@ which is how the benchmark measures the cost of the process boundary.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from robots.libero.sim import ACTION_DIM, CAMERAS, SUITES, LiberoSim
-from rpent.rpc import BaseEnvClient, BaseEnvFacade
-from rpent.rpc import main as serve_main
+from rpent.rpc import BaseEnvClient, BaseEnvFacade, facade_main
 from rpent.runtime.env import Observation, StepResult
 
 
@@ -127,13 +126,7 @@ class LiberoEnvClient(BaseEnvClient):
         return dict(self.call("object_boxes"))
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    return serve_main(
-        argv,
-        LiberoEnvFacade.from_args,
-        add_arguments=LiberoEnvFacade.add_arguments,
-        description="Serve one LIBERO task (physics without camera observations; cameras on demand).",
-    )
+main = facade_main(LiberoEnvFacade, "Serve one LIBERO task (physics without camera observations; cameras on demand).")
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from rpent.rpc.errors import (
 )
 from rpent.rpc.facade import RpcFacade
 from rpent.rpc.limits import ServerLimits
-from rpent.rpc.server import main, serve
+from rpent.rpc.server import facade_main, main, serve
 from rpent.rpc.server_base import RpcServer, UntrustedBindError
 from rpent.rpc.supervisor import ServerProcess, ServerStartError
 from rpent.rpc.vla import BaseVLAClient, BaseVLAFacade
@@ -42,6 +42,7 @@ __all__ = [
     "ServerStartError",
     "UntrustedBindError",
     "endpoint_arg",
+    "facade_main",
     "main",
     "parse_endpoint",
     "serve",

@@ -16,12 +16,12 @@ Actions follow LIBERO's convention: 7-D OSC_POSE deltas (x, y, z, roll, pitch, y
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from rpent.rpc.server import main as serve_main
+from rpent.rpc.server import facade_main
 from rpent.rpc.vla import BaseVLAFacade
 
 GRIPPER_OPEN = -1.0
@@ -113,13 +113,7 @@ class ReferenceVLAFacade(BaseVLAFacade):
         )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    return serve_main(
-        argv,
-        ReferenceVLAFacade.from_args,
-        add_arguments=ReferenceVLAFacade.add_arguments,
-        description="Reference VLA server: a scripted reaching stand-in that needs no model weights.",
-    )
+main = facade_main(ReferenceVLAFacade, "Reference VLA server: a scripted reaching stand-in that needs no model weights.")
 
 
 if __name__ == "__main__":

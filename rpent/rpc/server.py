@@ -3,10 +3,12 @@
 A robot's env_server module defines its facade and ends in a few lines (as robots/libero/env_server.py
 does for LiberoEnvFacade)::
 
-    from rpent.rpc import main
+    from rpent.rpc import facade_main
+
+    main = facade_main(LiberoEnvFacade, "Serve one LIBERO task ...")
 
     if __name__ == "__main__":
-        raise SystemExit(main(facade_factory=LiberoEnvFacade.from_args, add_arguments=LiberoEnvFacade.add_arguments))
+        raise SystemExit(main())
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypedDict, Unpack
+from typing import Any, Protocol, TypedDict, Unpack
 
 from rpent.rpc.endpoint import Endpoint, as_endpoint, endpoint_arg
 from rpent.rpc.facade import RpcFacade
@@ -190,3 +192,22 @@ def main(
             signal.signal(signal.SIGTERM, previous)
     print(f"rpc server {server.endpoint} stopped", file=sys.stderr, flush=True)
     return 0
+
+
+class CommandLineFacade(Protocol):
+    """A facade class that adds its own flags to the server's parser and is built from the parsed arguments."""
+
+    @staticmethod
+    def add_arguments(parser: argparse.ArgumentParser) -> None: ...
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> RpcFacade: ...
+
+
+def facade_main(facade: type[CommandLineFacade], description: str) -> Callable[[Sequence[str] | None], int]:
+    """The ``main(argv=None)`` of one facade's server module: ``main`` with that facade's flags and construction."""
+
+    def run(argv: Sequence[str] | None = None) -> int:
+        return main(argv, facade.from_args, add_arguments=facade.add_arguments, description=description)
+
+    return run
