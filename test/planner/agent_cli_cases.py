@@ -43,6 +43,13 @@ def make_toolkit(tmp_path: Path, speed_m_s: float = 0.5) -> ToyToolkit:
                       memory=MemoryManager(tmp_path / "memory"))
 
 
+def text_of(content: str | list[dict[str, Any]], part_type: str) -> str:
+    """A tool result's text as the CLI sent it back: a plain string, or the `part_type` parts of a list, one a line."""
+    if isinstance(content, str):
+        return content
+    return "\n".join(part.get("text", "") for part in content if part.get("type") == part_type)
+
+
 SYSTEM_PROMPT = "You drive a toy arm. ROBOT-PROMPT"
 TASK = "Put the red block in the bin."
 

@@ -15,6 +15,7 @@ from agent_cli_cases import (
     operator_message_in_next_tool_result,
     puts_the_red_block_in_the_bin,
     solver,
+    text_of,
     tool_errors_reach_the_model,
     wall_time_stops_a_long_motion,
 )
@@ -55,10 +56,7 @@ def tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def result_text(block: dict[str, Any]) -> str:
-    content = block["content"]
-    if isinstance(content, str):
-        return content
-    return "\n".join(c.get("text", "") for c in content if c.get("type") == "text")
+    return text_of(block["content"], "text")
 
 
 def called(result: PlannerResult) -> list[str]:

@@ -15,6 +15,7 @@ from agent_cli_cases import (
     operator_message_in_next_tool_result,
     puts_the_red_block_in_the_bin,
     solver,
+    text_of,
     tool_errors_reach_the_model,
     wall_time_stops_a_long_motion,
 )
@@ -44,10 +45,7 @@ def outputs(body: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def output_text(item: dict[str, Any]) -> str:
-    output = item["output"]
-    if isinstance(output, str):
-        return output
-    return "\n".join(part.get("text", "") for part in output if part.get("type") == "input_text")
+    return text_of(item["output"], "input_text")
 
 
 def called(result: PlannerResult) -> list[str]:
