@@ -50,6 +50,12 @@ def text_of(content: str | list[dict[str, Any]], part_type: str) -> str:
     return "\n".join(part.get("text", "") for part in content if part.get("type") == part_type)
 
 
+def called(result: PlannerResult) -> list[str]:
+    """The robot's tools in the order the MCP bridge ran them. Only the bridge's record has both a name and
+    content: Claude Code's own tool results (Read) come without a name, Codex's items without content."""
+    return [e["name"] for e in result.transcript if e.get("role") == "tool" and "name" in e and "content" in e]
+
+
 SYSTEM_PROMPT = "You drive a toy arm. ROBOT-PROMPT"
 TASK = "Put the red block in the bin."
 

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from agent_cli_cases import (
     abort_mid_motion,
+    called,
     nudged_once_then_ended,
     operator_message_after_turn_end,
     operator_message_in_next_tool_result,
@@ -22,7 +23,7 @@ from agent_cli_cases import (
 from fakes import Failure, FakeModelServer, Reply, Text, ToolUse
 
 from robots.toy.toolkit import ToyToolkit
-from rpent.planner.base import PlannerResult, PlannerStatus, build_planner
+from rpent.planner.base import PlannerStatus, build_planner
 from rpent.planner.codex import find_codex
 
 pytestmark = [
@@ -46,10 +47,6 @@ def outputs(body: dict[str, Any]) -> list[dict[str, Any]]:
 
 def output_text(item: dict[str, Any]) -> str:
     return text_of(item["output"], "input_text")
-
-
-def called(result: PlannerResult) -> list[str]:
-    return [e["name"] for e in result.transcript if e.get("role") == "tool" and "content" in e]
 
 
 def test_codex_puts_the_block_in_the_bin_with_the_exact_tool_sequence(model_server: FakeModelServer,
