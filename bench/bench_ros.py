@@ -123,23 +123,10 @@ def _bare_server(node: Any, tools_json: str) -> Any:
 
 
 def _client_process(args: argparse.Namespace) -> int:
-    import rclpy
-    from rclpy.executors import MultiThreadedExecutor
-    from rclpy.node import Node
+    from rpent_ros.spinning import spinning_node
 
-    from rpent_ros.spinning import BackgroundSpin
-
-    rclpy.init()
-    node = Node("bench_remote_client")
-    executor = MultiThreadedExecutor(num_threads=4)
-    executor.add_node(node)
-    spinning = BackgroundSpin(executor)
-    try:
+    with spinning_node("bench_remote_client") as node:
         figures = _measure(node, args.calls, args.cancels)
-    finally:
-        spinning.stop()
-        node.destroy_node()
-        rclpy.try_shutdown()
     Path(args.client_report).write_text(json.dumps(figures))
     return 0
 

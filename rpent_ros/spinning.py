@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
-from rclpy.executors import Executor
+import rclpy
+from rclpy.executors import Executor, MultiThreadedExecutor
+from rclpy.node import Node
 
 
 class BackgroundSpin:
@@ -40,3 +44,20 @@ class BackgroundSpin:
         if isinstance(pool, ThreadPoolExecutor) and not self.thread.is_alive():
             pool.shutdown(wait=True)
         self.executor.shutdown()
+
+
+@contextmanager
+def spinning_node(name: str, num_threads: int = 4) -> Iterator[Node]:
+    """rclpy started and one plain node `name` spun in the background, for a client process that only calls
+    out (a load driver, a benchmark); on exit the spin stops before the node goes, then rclpy shuts down."""
+    rclpy.init()
+    node = Node(name)
+    executor = MultiThreadedExecutor(num_threads=num_threads)
+    executor.add_node(node)
+    spinning = BackgroundSpin(executor)
+    try:
+        yield node
+    finally:
+        spinning.stop()
+        node.destroy_node()
+        rclpy.try_shutdown()

@@ -29,19 +29,10 @@ def main() -> int:
     parser.add_argument("--wait-s", type=float, default=120.0, help="bound on waiting for the last results")
     args = parser.parse_args()
 
-    import rclpy
-    from rclpy.executors import MultiThreadedExecutor
-    from rclpy.node import Node
-
-    from rpent_ros.spinning import BackgroundSpin
+    from rpent_ros.spinning import spinning_node
     from rpent_ros.toolkit_client import RosToolkit
 
-    rclpy.init()
-    node = Node("remote_calls")
-    executor = MultiThreadedExecutor(num_threads=4)
-    executor.add_node(node)
-    spinning = BackgroundSpin(executor)
-    try:
+    with spinning_node("remote_calls") as node:
         remote = RosToolkit(node, args.namespace)
         remote.wait_ready(60)
         remote.list_tools()
@@ -74,10 +65,6 @@ def main() -> int:
         }
         args.report.write_text(json.dumps(summary))
         print(json.dumps(summary))
-    finally:
-        spinning.stop()
-        node.destroy_node()
-        rclpy.try_shutdown()
     return 0
 
 
