@@ -15,6 +15,7 @@ from typing import Any
 from rpent.eval.records import MEMORY_DIR, read_result, record_dir, set_aside_partial
 from rpent.eval.sweep import Episode, Sweep, SweepError
 from rpent.robot import ConfigError, load_robot
+from rpent.runner.options import run_option_parser
 from rpent.tools.record import RecordError
 
 log = logging.getLogger("rpent.eval")
@@ -54,11 +55,12 @@ def run_args(sweep: Sweep, episode: Episode, out: Path) -> tuple[argparse.Namesp
     """(args as `rpent run` would parse them, the robot's spec, the robot module)."""
     module = load_robot(sweep.robot)
     spec = module.get_robot_spec()
-    parser = argparse.ArgumentParser(prog=f"rpent eval ({episode.id})", add_help=False, exit_on_error=False)
-    spec.add_cli_args(parser)
+    # `rpent run`'s own options, so every run option has the default `rpent run` gives it.
+    parser = run_option_parser(spec)
+    parser.prog, parser.exit_on_error = f"rpent eval ({episode.id})", False
     argv = robot_argv(sweep, episode, parser)
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(["--robot", sweep.robot, *argv])
     except (argparse.ArgumentError, SystemExit) as exc:
         raise SweepError(f"robot_args: robot {sweep.robot} refuses {' '.join(argv)} ({exc})") from None
     recipe = sweep.recipe_for(episode)
@@ -66,12 +68,10 @@ def run_args(sweep: Sweep, episode: Episode, out: Path) -> tuple[argparse.Namesp
     args.__dict__.update(
         planner=sweep.planner,
         recipe=str(recipe) if recipe is not None else None,
-        continue_on_error=False,
         planner_options=dict(sweep.planner_options),
         model=sweep.model, base_url=sweep.base_url, api_key_env=sweep.api_key_env,
         max_wall_time=sweep.max_wall_time_s,
         max_turns=sweep.max_turns,
-        task=None, recipe_tag=None, resume=False,
         output_dir=str(record_dir(out, episode)),
         # Episodes must not learn from each other unless the sweep says so: each gets an empty memory.
         memory_dir=sweep.memory_dir if shared_memory else str(out / MEMORY_DIR / episode.id),

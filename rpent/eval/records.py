@@ -14,12 +14,12 @@ without a complete record.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 from typing import Any
 
 from rpent.eval.sweep import Episode, Sweep, SweepError, parse_sweep
+from rpent.runner.artifacts import write_json
 
 SWEEP_FILE = "sweep.json"
 ATTEMPTS_DIR = "_attempts"
@@ -69,7 +69,7 @@ def attempts_of(out: Path, episode: Episode) -> list[Path]:
 def write_failure(out: Path, episode: Episode, error: str) -> None:
     folder = out / FAILURES_DIR
     folder.mkdir(exist_ok=True)
-    _write_json_atomic(folder / f"{episode.id}.json", {"episode": episode.id, "error": error})
+    write_json(folder / f"{episode.id}.json", {"episode": episode.id, "error": error})
 
 
 def clear_failure(out: Path, episode: Episode) -> None:
@@ -96,7 +96,7 @@ def claim_sweep_folder(out: Path, sweep: Sweep) -> None:
         if changed:
             raise SweepError(f"--out: {out} holds another sweep ({', '.join(changed)} differ); "
                              "use a new folder, or the same sweep to resume")
-    _write_json_atomic(out / SWEEP_FILE, {"sweep": sweep.model_dump(), "episodes": [e.id for e in sweep.episodes()]})
+    write_json(out / SWEEP_FILE, {"sweep": sweep.model_dump(), "episodes": [e.id for e in sweep.episodes()]})
 
 
 def read_sweep(out: Path) -> Sweep:
@@ -109,7 +109,3 @@ def read_sweep(out: Path) -> Sweep:
     return parse_sweep(data["sweep"])
 
 
-def _write_json_atomic(path: Path, data: Any) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n")
-    os.replace(tmp, path)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rpent.eval.records import attempts_of, read_failure, read_result, read_sweep, record_dir
+from rpent.eval.sweep import Sweep
 
 RESULTS_FILE = "results.json"
 TABLE_FILE = "results.md"
@@ -49,8 +50,7 @@ class Rate:
                 "wilson95_low": round(lo, 4), "wilson95_high": round(hi, 4)}
 
 
-def episode_rows(out: Path) -> list[dict[str, Any]]:
-    sweep = read_sweep(out)
+def episode_rows(out: Path, sweep: Sweep) -> list[dict[str, Any]]:
     rows = []
     for episode in sweep.episodes():
         record = record_dir(out, episode)
@@ -100,10 +100,11 @@ def summarise(out: Path) -> dict[str, Any]:
     """Write results.json, results.md and success.png into `out`; returns the results."""
     from rpent.eval.plot import plot_success
 
-    rows = episode_rows(out)
+    sweep = read_sweep(out)
+    rows = episode_rows(out, sweep)
     per_task = [r.to_dict() for r in rates(rows, task_keys(rows))]
     per_suite = [r.to_dict() for r in rates(rows, suite_keys(rows))]
-    results = {"sweep": read_sweep(out).model_dump(), "episodes": rows, "per_task": per_task, "per_suite": per_suite,
+    results = {"sweep": sweep.model_dump(), "episodes": rows, "per_task": per_task, "per_suite": per_suite,
                "tokens": sum(r["tokens"] or 0 for r in rows)}
     (out / RESULTS_FILE).write_text(json.dumps(results, indent=2) + "\n")
     (out / TABLE_FILE).write_text(markdown_table(per_task, per_suite))

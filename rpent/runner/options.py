@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from rpent.robot import RobotSpec
 
-PLANNER_NAMES = ("api", "claude_code", "codex", "replay")
 DEFAULT_PORT = 8080  # serve-mcp --http defaults to 8765: both can run side by side
 TOKEN_ENV = "RPENT_DASHBOARD_TOKEN"
 
