@@ -13,18 +13,22 @@ from robots.franka.actions import (
     CameraName,
     Coordinate,
     Force,
+    Instruction,
     Joints,
     Offset,
     PixelIndex,
+    PolicySeconds,
+    PolicySteps,
     Quaternion,
     Radius,
     SpeedFactor,
     Step,
+    StopConditions,
     Width,
 )
 from robots.franka.motion import execute, plan_offset, plan_pose, target_pose
 from robots.franka.runtime import FrankaRuntime
-from rpent.tools import ToolContext, readonly, tool
+from rpent.tools import ToolContext, ToolResult, readonly, tool
 
 _ARM_ALIASES = {"l": "left", "left": "left", "r": "right", "right": "right"}
 
@@ -254,7 +258,36 @@ def back_project(
     return actions.back_project(ctx, arm, camera, row, col, step, radius)
 
 
+@tool
+def run_policy(
+    arm: ArmName,
+    instruction: Instruction,
+    max_steps: PolicySteps = 300,
+    stop_when: StopConditions | None = None,
+    max_duration_s: PolicySeconds = 120.0,
+    *,
+    ctx: ToolContext[FrankaRuntime],
+) -> ToolResult:
+    """Let the VLA policy (an openpi DROID policy server) drive one arm and its gripper for a while.
+
+    The other arm stands still, and every step the policy commands keeps clear of it and inside
+    the arm's safety envelope; a step that would not stops the arm (stopped: "refused", with the
+    limit, the value and the step). The policy sees the front camera and that arm's wrist camera
+    at 15 Hz. The result says why the run stopped ("max_steps", "max_duration", "gripper_closed",
+    "arm_at_rest", "cancelled", "refused", "policy_error"), the steps and inferences it took, the
+    pose the arm ended at and whether its gripper holds something.
+
+    Args:
+        arm: Which arm the policy drives.
+        instruction: What the policy should do, in plain words (its prompt).
+        max_steps: Control steps at most (15 per second).
+        stop_when: End early when "gripper_closed" (the gripper holds something) or "arm_at_rest" (the policy stopped moving).
+        max_duration_s: Wall-clock seconds at most.
+    """
+    return actions.run_policy(ctx, arm, instruction, max_steps, stop_when or [], max_duration_s)
+
+
 DUAL_FRANKA_TOOLS = [
     move_to, move_by, move_both_to, move_both_by, move_joints, home, open_gripper, move_gripper, grasp,
-    get_state, tools.capture_images, back_project, tools.recover, tools.stop, tools.finish,
+    get_state, tools.capture_images, back_project, run_policy, tools.recover, tools.stop, tools.finish,
 ]  # fmt: skip

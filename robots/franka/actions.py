@@ -6,12 +6,14 @@ and docstrings for the model and call these.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import Field
 
+from robots.franka.approval import approve
 from robots.franka.back_projection import NoDepth, point_in_camera, robust_depth, to_frame
 from robots.franka.camera_mount import base_frame_name
 from robots.franka.frame_store import FrameStore
@@ -25,6 +27,7 @@ from robots.franka.motion import (
     target_pose,
 )
 from robots.franka.runtime import FrankaRuntime
+from robots.franka.step_check import KeepClear
 from rpent.runtime.camera import capture_frame
 from rpent.tools import ToolContext, ToolResult
 from rpent.tools.images import encode_png
@@ -44,6 +47,10 @@ CameraName = Annotated[str, Field(min_length=1, max_length=64)]
 PixelIndex = Annotated[int, Field(ge=0, le=8191)]
 Step = Annotated[int, Field(ge=-1)]
 Radius = Annotated[int, Field(ge=0, le=40)]
+Instruction = Annotated[str, Field(min_length=1, max_length=2000)]
+PolicySteps = Annotated[int, Field(ge=1, le=10000)]
+StopConditions = list[Literal["gripper_closed", "arm_at_rest"]]
+PolicySeconds = Annotated[float, Field(gt=0.0, le=3600.0)]
 
 # Where FrankaToolkit keeps the run's FrameStore in the toolkit state.
 FRAMES_STATE_KEY = "franka.frames"
@@ -209,3 +216,45 @@ def recover(ctx: Ctx) -> dict[str, Any]:
 def stop(ctx: Ctx) -> dict[str, Any]:
     ctx.robot.stop_all()  # raises naming every device that did not take the stop
     return {"stopped": sorted(ctx.robot.arms)}
+
+
+# A policy run that ended on one of these is a failed call (the result still says where the arm is).
+_POLICY_FAILURES = ("refused", "policy_error", "reflex", "fault")
+
+
+def run_policy(ctx: Ctx, arm_name: str | None, instruction: str, max_steps: int, stop_when: Sequence[str],
+               max_duration_s: float) -> ToolResult:
+    """Let the arm's VLA policy drive it (robots.franka.policy_loop), approved once for the whole run."""
+    runtime = ctx.robot
+    arm = runtime.arm(arm_name)
+    policy = runtime.policy(arm.name)
+    # The other arms stand still while this one runs: its every step keeps clear of where they are.
+    keep_clear = [KeepClear.of(other.envelope, other.state().joints, arm.envelope)
+                  for name, other in runtime.arms.items() if name != arm.name]
+    approve(ctx, [arm], f"run the VLA policy on {arm.name} for up to {max_steps} steps ({max_duration_s:g} s): "
+                        f"{instruction!r}")
+    ctx.check_cancelled()
+    cancel = threading.Event()
+
+    def stop() -> None:
+        cancel.set()
+        policy.stop()
+
+    unhook = ctx.on_cancel(stop)
+    try:
+        ctx.report("running", f"policy on {arm.name}: {instruction}")
+        result = policy.run(instruction, max_steps, list(stop_when), max_duration_s, keep_clear=keep_clear,
+                            cancel=cancel, on_frame=ctx.record_frame)
+    finally:
+        unhook()
+    reason = result["stopped"]
+    if reason not in _POLICY_FAILURES:
+        return ToolResult(data=result)
+    if reason == "refused":
+        refused = result["refused"]
+        error = (f"refused at step {refused['step']}: {refused['limit']} = {refused['value']} violates {refused['rule']}; "
+                 f"the step was not sent and the arm was stopped")
+    else:
+        error = (f"{reason}: the policy run ended after {result['steps']} steps ({result['inferences']} inferences) "
+                 f"with the arm stopped: {result.get('error')}")
+    return ToolResult(data=result, error=error)

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 import numpy as np
 import yaml
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from robots.franka.safety import SafetyConfig, load_safety_config
 
@@ -47,6 +47,9 @@ class ArmConfig(BaseModel):
     # Where this arm's base stands in the shared world frame (the frame of the safety file's table);
     # with several arms it is what keeps them apart. With --sim the simulated scene sets it.
     base_xyz_m: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    # franky's real-time scheduling: None enforces it on a real arm (FCI not on loopback); false is
+    # for a kernel without it, at the risk of communication reflexes under load (a policy at 15 Hz).
+    realtime: bool | None = None
 
 
 def _rigid_transform(value: list[list[float]]) -> list[list[float]]:
@@ -120,6 +123,28 @@ class CameraConfig(BaseModel):
         return None if value is None else np.asarray(value, float)
 
 
+class PolicyConfig(BaseModel):
+    """How run_policy drives an arm with an openpi DROID policy server (robots.franka.droid)."""
+
+    model_config = ConfigDict(extra="forbid")
+    # None: what the server's metadata names as `action_space`, else joint_velocity (DROID's).
+    action_space: Literal["joint_velocity", "joint_position"] | None = None
+    # How each step reaches franky: a joint velocity motion, or an asynchronous joint motion to the
+    # step's target; both replaced every step (docs/franka-vla.md has the tracking measured on franky-sim).
+    motion: Literal["velocity", "position"] = "velocity"
+    control_hz: float = Field(15.0, ge=1.0, le=100.0)
+    open_loop_horizon: int = Field(8, ge=1, le=100)
+    exterior_camera: str = "front"
+    # The wrist camera of each arm (default: "wrist" for one arm, "<arm>_wrist" with several).
+    wrist_cameras: dict[str, str] = {}
+    grasp_force_n: float = Field(20.0, gt=0, le=140.0)
+    connect_timeout_s: float = Field(10.0, gt=0)
+    infer_timeout_s: float = Field(30.0, gt=0)
+
+    def wrist_camera(self, arm: str, arm_count: int) -> str:
+        return self.wrist_cameras.get(arm, "wrist" if arm_count == 1 else f"{arm}_wrist")
+
+
 class FrankaConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     arms: list[ArmConfig] = [ArmConfig()]
@@ -131,6 +156,30 @@ class FrankaConfig(BaseModel):
     safety_file: str | None = str(DEFAULT_SAFETY_FILE)
     # Set from the command line (--approve-motions): overrides require_approval for every arm.
     require_approval: bool | None = None
+    # An openpi policy server for run_policy (ws://host:port or wss://); None: no run_policy.
+    vla_endpoint: str | None = None
+    policy: PolicyConfig = PolicyConfig()
+
+    @field_validator("vla_endpoint")
+    @classmethod
+    def websocket_endpoint(cls, value: str | None) -> str | None:
+        """`vla_endpoint` normalised (ws://host:port), or ValueError naming the rule."""
+        if value is None or value == "":
+            return None
+        from rpent.rpc.vla_endpoint import WebsocketEndpoint, parse_vla_endpoint
+
+        endpoint = parse_vla_endpoint(value)  # EndpointError is a ValueError naming the rule
+        if not isinstance(endpoint, WebsocketEndpoint):
+            raise ValueError(f"vla_endpoint {value!r}: run_policy speaks openpi's websocket protocol: ws://host:port or wss://host:port")
+        return str(endpoint)
+
+    @model_validator(mode="after")
+    def _policy_names_known_arms(self) -> FrankaConfig:
+        arms = [a.name for a in self.arms]
+        unknown = sorted(set(self.policy.wrist_cameras) - set(arms))
+        if unknown:
+            raise ValueError(f"policy.wrist_cameras: arms {unknown} are not configured; known arms: {arms}")
+        return self
 
     @model_validator(mode="after")
     def _cameras_name_known_arms(self) -> FrankaConfig:

@@ -17,9 +17,10 @@ from typing import Any
 import franky
 import numpy as np
 
-from robots.franka import kinematics
+from robots.franka import joint_steps, kinematics
 from robots.franka.connect import RobotLink, connect_with_timeout
-from robots.franka.safety import SafetyEnvelope
+from robots.franka.safety import FR3_JOINT_ACCELERATION_MAX, SafetyEnvelope
+from rpent.loopback import is_loopback
 from rpent.runtime.arm import RuntimeFault
 from rpent.runtime.types import ArmState, MotionOutcome, Pose
 
@@ -43,6 +44,21 @@ def _affine(pose: Pose) -> franky.Affine:
     return franky.Affine(np.array(pose.position, dtype=float), np.array(pose.quaternion, dtype=float))
 
 
+def realtime_config(host: str, realtime: bool | None) -> franky.RealtimeConfig:
+    """franky's real-time setting: Enforce on a real arm, Ignore for franky-sim (FCI on loopback).
+
+    A real arm without real-time scheduling misses control cycles under load, which the robot
+    answers with communication reflexes (a policy streaming at 15 Hz is such a load), so Ignore
+    there is the config's explicit choice and is logged as a risk.
+    """
+    if realtime is None:
+        realtime = not is_loopback(host)
+    elif not realtime and not is_loopback(host):
+        log.warning("arm at %s: real-time scheduling is not enforced (config realtime: false); without a "
+                    "real-time kernel the robot may stop with communication_constraints_violation reflexes", host)
+    return franky.RealtimeConfig.Enforce if realtime else franky.RealtimeConfig.Ignore
+
+
 def _pose(matrix: np.ndarray) -> Pose:
     return Pose(tuple(float(c) for c in matrix[:3, 3]), kinematics.quaternion_xyzw(matrix[:3, :3]))  # type: ignore[arg-type]
 
@@ -61,13 +77,15 @@ class FrankyArm:
         force_threshold_n: float = 30.0,
         connect_timeout_s: float = 5.0,
         link: RobotLink | None = None,
+        realtime: bool | None = None,
     ) -> None:
         self.name = name
         self.host = host
         self.link = link or RobotLink(host)
         before = self.link.connections(_FCI_PORT)
+        config = realtime_config(host, realtime)
         self._robot: Any = connect_with_timeout(
-            lambda: franky.Robot(host, realtime_config=franky.RealtimeConfig.Ignore),
+            lambda: franky.Robot(host, realtime_config=config),
             "arm",
             host,
             connect_timeout_s,
@@ -82,6 +100,9 @@ class FrankyArm:
             raise RuntimeFault(f"{name} at {host}: setup failed: {exc}") from exc
         # The envelope checks the end effector this arm really has (Desk's setting), not an assumed one.
         self.envelope = (envelope or SafetyEnvelope(arm_name=name)).with_tcp(flange_to_tcp)
+        # How hard franky brakes a joint (the FR3's acceleration limit scaled by the dynamics factor):
+        # where a streamed step's arm comes to rest when no next step follows.
+        self.stopping_rad_s2 = min(FR3_JOINT_ACCELERATION_MAX) * float(dynamics_factor)
         self._lock = threading.Lock()
         self._active = False
         self._stop_requested = threading.Event()
@@ -213,6 +234,35 @@ class FrankyArm:
             self._stop_requested.clear()
             try:
                 self._robot.move(motion, asynchronous=True)
+            except Exception as exc:
+                raise RuntimeFault(f"{self.name} at {self.host}: motion rejected: {exc}") from exc
+            self._active = True
+
+    # --- streamed joint steps (a policy's actions at its control rate) ------------------------------
+    def run_joint_steps(self, actions: Sequence[Sequence[float]], **options: Any) -> dict[str, Any]:
+        """Execute a chunk of policy actions, each step checked first (robots.franka.joint_steps)."""
+        return joint_steps.run(self, actions, **options)
+
+    def stream_joint_velocity(self, velocity: Sequence[float], duration_s: float) -> None:
+        """Run at `velocity` for `duration_s`, replacing whatever motion runs (no check: callers check)."""
+        duration = franky.Duration(max(1, round(duration_s * 1000)))
+        self._stream(franky.JointVelocityMotion(np.asarray(velocity, dtype=float), duration=duration))
+
+    def stream_joint_target(self, joints: Sequence[float]) -> None:
+        """Go to `joints` and stop there, replacing whatever motion runs (no check: callers check)."""
+        self._stream(franky.JointMotion(franky.JointState(np.asarray(joints, dtype=float))))
+
+    @property
+    def stop_requested(self) -> threading.Event:
+        """Set by stop() until the next motion starts: a streaming loop waits on it between steps."""
+        return self._stop_requested
+
+    def _stream(self, motion: Any) -> None:
+        with self._lock:
+            try:
+                self._robot.move(motion, asynchronous=True)
+            except franky.NetworkException as exc:
+                raise self.link.lost_fault(self.name, str(exc)) from exc
             except Exception as exc:
                 raise RuntimeFault(f"{self.name} at {self.host}: motion rejected: {exc}") from exc
             self._active = True

@@ -57,6 +57,9 @@ class FrankaSpec(RobotSpec):
         group.add_argument("--video-fps", type=float, default=3.0,
                            help="frames per second of the first camera recorded during motions (0: none; default 3)")
         group.add_argument("--target-object", default="cube", help="sim object whose lift counts as solved (default cube)")
+        group.add_argument("--vla-endpoint", metavar="ws://HOST:PORT",
+                           help="openpi policy server (serve_policy.py --env=DROID) for run_policy "
+                                "(default: vla_endpoint of the deployment YAML; none: no policy)")
 
     def deployment(self, args: argparse.Namespace) -> FrankaConfig:
         """The deployment YAML (--config) with --safety-file and --approve-motions applied, its safety file read."""
@@ -75,6 +78,12 @@ class FrankaSpec(RobotSpec):
             update["safety_file"] = str(Path(safety_file).resolve())
         if getattr(args, "approve_motions", False):
             update["require_approval"] = True
+        vla_endpoint = getattr(args, "vla_endpoint", None)
+        if vla_endpoint:
+            try:
+                update["vla_endpoint"] = FrankaConfig.websocket_endpoint(vla_endpoint)
+            except ValueError as exc:
+                raise ConfigError(f"--vla-endpoint: {exc}") from None
         franka = franka.model_copy(update=update)
         try:
             franka.safety()  # validates the file before anything starts

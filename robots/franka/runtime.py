@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from robots.franka.camera_mount import CameraMount
 from robots.franka.cameras import MujocoCamera, OpenCVCamera, configured_intrinsics
@@ -38,6 +38,8 @@ class FrankaRuntime:
     approval: ApprovalChannel | None = None
     # Frames per second of the first camera recorded into the episode video during motions (0: none).
     video_fps: float = 0.0
+    # Per arm, the openpi policy run_policy drives it with (robots.franka.policy_loop); none without vla_endpoint.
+    policies: dict[str, Any] = field(default_factory=dict)
     closed: bool = field(default=False, init=False)
 
     def arm(self, name: str | None = None) -> FrankyArm:
@@ -53,6 +55,13 @@ class FrankaRuntime:
         if arm_name not in self.grippers:
             raise ValueError(f"arm {arm_name!r} has no gripper configured")
         return self.grippers[arm_name]
+
+    def policy(self, name: str | None = None) -> Any:
+        arm_name = self.arm(name).name
+        if arm_name not in self.policies:
+            raise ValueError(f"arm {arm_name!r}: no VLA policy server configured (vla_endpoint: ws://host:port, "
+                             "or --vla-endpoint)")
+        return self.policies[arm_name]
 
     def stop_all(self) -> None:
         """Stop every arm, and every gripper that is moving (a held object stays held).
@@ -80,6 +89,8 @@ class FrankaRuntime:
         if self.closed:
             return
         self.closed = True
+        for policy in self.policies.values():
+            _quietly(policy.close)
         for cam in self.cameras:
             _quietly(cam.close)
         for gripper in self.grippers.values():
@@ -187,6 +198,10 @@ def build_runtime(
             runtime.cameras.extend(
                 device_camera(cam, first_arm, lambda arm: _joints_of(runtime, arm)) for cam in config.cameras
             )
+        if config.vla_endpoint:
+            from robots.franka.vla import connect_policies
+
+            runtime.policies = connect_policies(config, runtime.arms, runtime.grippers, runtime.cameras)
     except BaseException:
         runtime.close()
         raise
@@ -217,7 +232,7 @@ def _start_sim(config: FrankaConfig, safety: SafetyConfig, arm_cfgs: list[ArmCon
     simulator = FrankaSim(scene).start()
     # The simulated scene is the truth of where each arm stands.
     return simulator, [
-        cfg.model_copy(update={"host": host, "base_xyz_m": tuple(position)})
+        cfg.model_copy(update={"host": host, "base_xyz_m": tuple(position), "realtime": None})
         for cfg, host, position in zip(arm_cfgs, simulator.hosts, scene.arm_positions, strict=False)
     ]
 
@@ -234,6 +249,7 @@ def _connect_arm(runtime: FrankaRuntime, cfg: ArmConfig, envelope: SafetyEnvelop
         force_threshold_n=cfg.force_threshold_n,
         connect_timeout_s=cfg.connect_timeout_s,
         link=link,
+        realtime=cfg.realtime,
     )
     if cfg.gripper:
         runtime.grippers[cfg.name] = FrankyGripper(

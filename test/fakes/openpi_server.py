@@ -1,4 +1,4 @@
-"""A scripted openpi-style websocket policy server on 127.0.0.1, for tests.
+"""A scripted openpi-style websocket policy server on 127.0.0.1, for tests (LIBERO and Franka policies).
 
 It speaks the protocol of openpi's serve_policy.py (metadata on connect, one msgpack-numpy reply
 per observation) with the `websockets` package and openpi-client's codec. What it answers is up
