@@ -70,16 +70,20 @@ def run(
     arm.stop_requested.clear()
     try:
         state = arm.state()
+        report["_q"] = state.joints
         _check_ahead(arm, state.joints, state.joint_velocities, chunk, action_space, period_s, first_step, clear)
         target = _stream(arm, chunk, report, action_space, motion, period_s, first_step, clear, cancel)
         if target is not None and hold and motion == "velocity" and report["stopped"] is None:
             arm.stream_joint_velocity(np.zeros(7), 0.001)  # franky cannot switch motion types while one runs
     except StepRefused as refusal:
         arm.stop_quietly()
-        report.update(stopped="refused", refused=refusal.to_dict(), error=str(refusal))
+        # Where the arm was when the step was refused: it is brought to rest from there.
+        refused = {**refusal.to_dict(), "joints_rad": [round(v, 6) for v in report.pop("_q")]}
+        report.update(stopped="refused", refused=refused, error=str(refusal))
     except RuntimeFault as exc:
         arm.stop_quietly()
         report.update(stopped="reflex" if "reflex" in str(exc).lower() else "fault", error=str(exc))
+    report.pop("_q", None)
     report["joints_rad"] = _measured(arm)
     return report
 
@@ -97,6 +101,7 @@ def _stream(arm: FrankyArm, chunk: np.ndarray, report: dict[str, Any], action_sp
             report["stopped"] = "stopped"
             return target
         state = arm.state()
+        report["_q"] = state.joints
         q = np.asarray(state.joints)
         if target is not None:
             report["tracking_error_rad"].append(round(float(np.max(np.abs(q - target))), 6))

@@ -34,7 +34,7 @@ class FrankaToolkit(Toolkit):
 
     def _capture_observation(
         self, *, command: Command, result: ToolResult, elapsed_s: float
-    ) -> tuple[dict[str, Any], list[bytes]]:
+    ) -> tuple[dict[str, Any], dict[str, bytes]]:
         if result.error is not None and result.error.startswith("cancelled"):
             # A stopped arm decelerates for a moment: observe where it came to rest, not mid-stop
             # (bounded, so a call that cannot settle still returns; its state then says moving).
@@ -48,7 +48,7 @@ class FrankaToolkit(Toolkit):
             "arms": actions.arm_states(self.robot),
         }
         cameras, pngs = actions.observe_cameras(
-            self.robot, actions.frame_store(self.state), command.call_id, command.name, command.image_offset
+            self.robot, actions.frame_store(self.state), command.call_id, command.name
         )
         observation["cameras"] = cameras
         return observation, pngs
@@ -91,6 +91,10 @@ RESULT_FIELDS: dict[str, list[str]] = {
     "get_state": ["arms"],
     "capture_images": ["cameras"],
     "back_project": ["calibrated", "camera", "depth_m", "frame", "step", "xyz_m"],
+    "run_policy": [
+        "action_space", "arm", "control", "grasped", "gripper_width_m", "inference_log", "inferences", "joints_rad",
+        "motion", "pose", "steps", "stopped",
+    ],
     "recover": ["recovered"],
     "stop": ["stopped"],
     "finish": ["operator_aborted", "operator_notes", "status", "summary"],
@@ -100,6 +104,6 @@ OBSERVATION_FIELDS = ["action", "action_result", "arms", "cameras", "elapsed_s"]
 CAMERA_ENTRY_FIELDS = ["back_project", "depth", "height", "name", "step", "width"]
 # Images of an observation or of capture_images: one PNG per camera, in this order (sim cameras;
 # on hardware, the order of `cameras` in the config), at the camera's full resolution, uncropped.
-# Saved as images/<call id>_<tool>_<index>.png; a depth camera's depth and pose beside it as
-# depth/<call id>_<tool>_<index>.npz (segment N of a resumed run: <name>-N.png / .npz).
+# Saved as images/<call id>_<tool>_<camera>.png (00005_grasp_front.png); a depth camera's depth and
+# pose beside it as depth/<call id>_<tool>_<camera>.npz (segment N of a resumed run: <name>-N.png / .npz).
 SIM_IMAGE_ORDER = ["front", "top", "wrist"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,13 +14,14 @@ import pytest
 
 pytest.importorskip("openpi_client", reason="openpi-client is not installed (scripts/setup.sh installs it)")
 
-from fakes.droid_policies import Constant, GoalSeeking
-from fakes.openpi_server import ScriptedPolicyServer
+from fakes.droid_policies import Constant, GoalSeeking, droid_chunk
+from fakes.openpi_server import CUT_MID_MESSAGE, ScriptedPolicyServer
 
+from robots.dual_franka.toolkit import DualFrankaToolkit
 from robots.franka import kinematics
-from robots.franka.config import FrankaConfig
+from robots.franka.config import ArmConfig, FrankaConfig
 from robots.franka.runtime import FrankaRuntime, build_runtime
-from robots.franka.toolkit import FrankaToolkit
+from robots.franka.toolkit import RESULT_FIELDS, FrankaToolkit
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -98,5 +100,178 @@ def test_a_goal_seeking_policy_reaches_the_cube_within_a_centimetre_and_grasps_i
     log = outcome["inference_log"]
     assert [entry["step"] for entry in log] == [8 * i for i in range(len(log))]
     assert all(entry["chunk_shape"] == [10, 8] for entry in log)
+    assert set(RESULT_FIELDS["run_policy"]) <= set(outcome)
+    # The record: one steps.jsonl line for the call, and the frames the policy saw in the episode video.
     steps = [json.loads(line) for line in (toolkit.output_dir / "steps.jsonl").read_text().splitlines()]
     assert [s["tool"] for s in steps].count("run_policy") == 1
+    toolkit.close(timeout=30)
+    assert (toolkit.output_dir / "episode.mp4").stat().st_size > 10_000
+
+
+def below_table_goal(runtime: FrankaRuntime) -> list[np.ndarray]:
+    """A joint configuration with the fingertips 8 cm under the table top, straight down from home."""
+    arm = runtime.arm()
+    start = np.asarray(arm.state().joints)
+    tcp = kinematics.tcp_pose(start, arm.envelope.flange_to_tcp)
+    poses = []
+    for z in np.linspace(tcp[2, 3], runtime.sim.scene.table_top_z - 0.08, 12)[1:]:
+        pose = tcp.copy()
+        pose[2, 3] = z
+        poses.append(pose)
+    return [kinematics.track_path(start, poses, arm.envelope.flange_to_tcp, iterations=60)[-1]]
+
+
+HOSTILE = {
+    # name: (the policy, the rules its refusal may name: the TCP's box floor lies above the table's margin)
+    "into_the_table": (lambda rt: GoalSeeking(below_table_goal(rt), max_step_rad=(0.02,)), ("table at z", "workspace_m.z")),
+    "hand_flipped": (lambda rt: Constant([0.0, 0.0, 0.0, 0.0, 0.15, 0.0, 0.0]), ("max_tilt_deg",)),
+    "over_the_velocity_limit": (lambda rt: Constant([0.5, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]),
+                                ("max_joint_velocity_rad_s[0]",)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_a_hostile_policy_is_stopped_before_the_unsafe_step_and_the_arm_stays_where_it_was(name, toolkit, runtime, server):
+    make, rules = HOSTILE[name]
+    server.script = make(runtime)
+    result = toolkit.execute_tool("run_policy", {"instruction": "break something", "max_steps": 300})
+    outcome = action_result(result)
+    assert outcome["stopped"] == "refused", outcome
+    refused = outcome["refused"]
+    assert any(rule in refused["rule"] for rule in rules), refused
+    assert result.error.startswith(f"refused at step {refused['step']}: {refused['limit']} = {refused['value']}")
+    # Nothing past the refused step ran: the arm came to rest where the refusal found it.
+    after = np.asarray(runtime.arm().settled_state().joints)
+    assert np.max(np.abs(after - np.asarray(refused["joints_rad"]))) < 1e-3
+    assert outcome["steps"] <= refused["step"]
+
+
+@pytest.mark.parametrize(
+    ("reply", "cause"),
+    [
+        ({"actions": np.full((10, 8), np.nan, np.float32)}, "must be finite"),
+        ({"actions": np.zeros((10, 7), np.float32)}, "must have shape (T, 8)"),
+        ({"actions": np.zeros((8,), np.float32)}, "must have shape (T, 8)"),
+        ({"action": np.zeros((10, 8), np.float32)}, "reply has no 'actions'"),
+    ],
+    ids=["nan", "seven_columns", "one_dimensional", "no_actions"],
+)
+def test_a_malformed_action_chunk_is_a_policy_error_and_never_a_motion(reply, cause, toolkit, runtime, server):
+    before = np.asarray(runtime.arm().settled_state().joints)
+    server.script = lambda obs, i: reply
+    result = toolkit.execute_tool("run_policy", {"instruction": "go", "max_steps": 50})
+    outcome = action_result(result)
+    assert outcome["stopped"] == "policy_error" and outcome["steps"] == 0, outcome
+    assert cause in outcome["error"] and result.error.startswith("policy_error: ")
+    assert np.max(np.abs(np.asarray(runtime.arm().settled_state().joints) - before)) < 1e-4
+
+
+def test_a_server_killed_mid_reply_stops_the_arm_and_the_next_call_reconnects(toolkit, runtime, server):
+    moving = droid_chunk([0.05, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
+    server.script = lambda obs, i: CUT_MID_MESSAGE if i == 1 else moving
+    connections = server.connections
+    result = toolkit.execute_tool("run_policy", {"instruction": "go", "max_steps": 50})
+    outcome = action_result(result)
+    assert outcome["stopped"] == "policy_error", outcome
+    assert outcome["steps"] == 8 and "connection was cut" in outcome["error"]
+    assert not runtime.arm().settled_state().moving
+    server.script = lambda obs, i: droid_chunk([0.0] * 7)
+    again = toolkit.execute_tool("run_policy", {"instruction": "go", "max_steps": 16})
+    assert again.error is None, again.error
+    assert action_result(again)["stopped"] == "max_steps" and action_result(again)["inferences"] == 2
+    assert server.connections == connections + 1
+
+
+def sim_joint_speeds(runtime: FrankaRuntime, arm_index: int = 0) -> np.ndarray:
+    """The simulator's own joint speeds [rad/s] of one arm, whatever franky reports."""
+    import mujoco
+
+    sim = runtime.sim
+    ids = [mujoco.mj_name2id(sim.model, mujoco.mjtObj.mjOBJ_JOINT, f"robot{arm_index}_fr3_joint{i}") for i in range(1, 8)]
+    with sim.lock:
+        return np.array([sim.data.qvel[sim.model.jnt_dofadr[i]] for i in ids])
+
+
+def sim_seconds_to_rest(runtime: FrankaRuntime, wall_timeout_s: float = 10.0) -> float:
+    """Simulated time from now until every joint of arm 0 is slower than 0.01 rad/s."""
+    start, deadline = runtime.sim.time_s, time.monotonic() + wall_timeout_s
+    while np.max(np.abs(sim_joint_speeds(runtime))) >= 0.01:
+        assert time.monotonic() < deadline, "the arm did not come to rest"
+        time.sleep(0.002)
+    return runtime.sim.time_s - start
+
+
+def wait_for(condition, timeout_s: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.002)
+
+
+SPEED_UNITS = 0.1  # joint 1 at 0.1 x 0.2 rad per 1/15 s = 0.3 rad/s
+
+
+def test_a_cancel_mid_chunk_stops_the_arm_within_a_control_period_and_as_fast_as_bare_franky(toolkit, runtime, server):
+    import franky
+
+    arm = runtime.arm()
+    start = np.asarray(arm.settled_state().joints)
+    server.script = lambda obs, i: droid_chunk([SPEED_UNITS, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
+    call = toolkit.submit("run_policy", {"instruction": "turn", "max_steps": 300})
+    # Mid-chunk: the arm has moved a few steps' worth and is at speed.
+    wait_for(lambda: abs(arm.state().joints[0] - start[0]) > 0.05 and abs(sim_joint_speeds(runtime)[0]) > 0.2)
+    speed = abs(sim_joint_speeds(runtime)[0])
+    cancelled_at = time.perf_counter()
+    assert call.cancel()
+    policy_rest_s = sim_seconds_to_rest(runtime)
+    result = call.result(timeout=20)
+    assert result.error.startswith("cancelled"), result.error
+    assert action_result(result)["stopped"] == "cancelled"
+    stop_latency_s = arm.last_stop_sent_s - cancelled_at
+    assert 0 <= stop_latency_s < 1 / 15, stop_latency_s
+    # Bare franky from the same speed: a joint velocity motion of its own, then robot.stop().
+    robot = arm._robot
+    robot.move(franky.JointVelocityMotion(np.array([-speed, 0, 0, 0, 0, 0, 0]), duration=franky.Duration(5000)),
+               asynchronous=True)
+    wait_for(lambda: abs(sim_joint_speeds(runtime)[0]) >= speed * 0.98)
+    robot.stop()
+    bare_rest_s = sim_seconds_to_rest(runtime)
+    try:
+        robot.join_motion(timeout=5)
+    except franky.ControlException:
+        pass  # preempted by the stop, as expected
+    print(f"cancel -> stop sent {stop_latency_s * 1000:.2f} ms; at rest after {policy_rest_s * 1000:.0f} ms (sim) "
+          f"vs bare franky {bare_rest_s * 1000:.0f} ms from {speed:.2f} rad/s")
+    assert policy_rest_s <= bare_rest_s + 0.05
+
+
+@pytest.fixture
+def dual(server: ScriptedPolicyServer, tmp_path: Path) -> Iterator[tuple[DualFrankaToolkit, FrankaRuntime]]:
+    config = FrankaConfig(arms=[ArmConfig(name="left"), ArmConfig(name="right")], vla_endpoint=server.endpoint)
+    rt = build_runtime(config, sim=True)
+    kit = DualFrankaToolkit(robot=rt, output_dir=tmp_path / "dual")
+    try:
+        yield kit, rt
+    finally:
+        kit.close(timeout=30)
+        rt.close()
+
+
+def test_dual_franka_runs_a_policy_on_either_arm_and_keeps_it_clear_of_the_one_standing(dual, server):
+    kit, rt = dual
+    left, right = rt.arm("left"), rt.arm("right")
+    right_before = np.asarray(right.settled_state().joints)
+    server.script = lambda obs, i: droid_chunk([0.0, 0.0, 0.0, 0.0, 0.0, 0.05, 0.0])
+    result = kit.execute_tool("run_policy", {"arm": "left", "instruction": "nod", "max_steps": 16})
+    assert result.error is None, result.error
+    assert action_result(result)["arm"] == "left" and action_result(result)["steps"] == 16
+    assert np.max(np.abs(np.asarray(right.settled_state().joints) - right_before)) < 1e-3
+    assert set(server.observations[-1]) >= {"observation/wrist_image_left", "observation/exterior_image_1_left"}
+    result = kit.execute_tool("run_policy", {"arm": "R", "instruction": "nod", "max_steps": 8})
+    assert result.error is None and action_result(result)["arm"] == "right"
+    # Left swings towards the right arm (joint 1 negative): refused before the links come too close.
+    server.script = lambda obs, i: droid_chunk([-0.15, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
+    result = kit.execute_tool("run_policy", {"arm": "left", "instruction": "hit it", "max_steps": 300})
+    refused = action_result(result)["refused"]
+    assert refused["limit"] == "left+right.step.arm_distance_m", refused
+    assert np.max(np.abs(np.asarray(left.settled_state().joints) - np.asarray(refused["joints_rad"]))) < 1e-3
