@@ -7,6 +7,7 @@ dashboard, rviz.
     ros2 launch rpent dual_franka.launch.py use_sim:=true mcp_bridge:=true mcp_port:=8765
     ros2 launch rpent dual_franka.launch.py use_sim:=true dashboard:=true planner:=api  # http://127.0.0.1:8080/
     ros2 launch rpent dual_franka.launch.py use_sim:=true sim_seed:=4 runtime_state:=inactive
+    ros2 launch rpent dual_franka.launch.py use_sim:=true vla_endpoint:=ws://gpu-host:8000    # run_policy
 
 The arm, gripper and camera nodes are managed nodes, taken to `runtime_state` (default active).
 A node that dies ends the launch; the others stop their motion and save their records.
@@ -40,6 +41,8 @@ ARGUMENTS = [
     ("runtime_mode", "ros", "ros: arms, grippers, cameras in their own nodes; inprocess: all inside the toolkit node"),
     ("safety_file", "", "safety envelope YAML (default: config/franka_safety.yaml)"),
     ("approve_motions", "false", "true: every motion waits for operator approval"),
+    ("vla_endpoint", "", "openpi policy server for run_policy, e.g. ws://gpu-host:8000 (serve_policy.py --env=DROID); "
+                         "with runtime_mode ros a vla_client_node per arm holds the connection"),
     ("output_dir", "", "where the toolkit node writes the run record (default runs/<robot>-<time>)"),
     ("rviz", "false", "true: start rviz2 with config/rpent.rviz (both arms drawn from /<arm>/robot_description)"),
     ("urdf", "", "FR3 URDF for rviz (default: the one franky-sim ships; for package:// meshes, your franka_description)"),
@@ -74,7 +77,8 @@ def _nodes(get):
     safety = {"safety_file": get("safety_file")} if get("safety_file") else {}
     seed = sim_seed(get) if use_sim else {}
     # The robot's flags, as the toolkit node gets them: its runtime nodes are declared from the same ones.
-    flags = {"sim": use_sim, **safety, **({"config": get("config")} if get("config") else {})}
+    flags = {"sim": use_sim, **safety, **({"config": get("config")} if get("config") else {}),
+             **({"vla_endpoint": get("vla_endpoint")} if get("vla_endpoint") else {})}
     nodes = []
     cameras_node = ""
     if mode == "ros":

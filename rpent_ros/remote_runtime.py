@@ -29,8 +29,16 @@ class CameraProxy(RuntimeProxy):
         return self.call("capture_frame")
 
 
+class PolicyProxy(RuntimeProxy):
+    """A policy run in its node (vla_client_node); its frames for the episode video stay there."""
+
+    def run(self, *args: Any, cancel: Any = None, on_frame: Any = None, **kwargs: Any) -> Any:
+        return self.call("run", *args, cancel=cancel, **kwargs)
+
+
 #: The proxy class per runtime Protocol a part may declare.
-PROXIES: dict[str, type[RuntimeProxy]] = {"arm": RuntimeProxy, "gripper": RuntimeProxy, "camera": CameraProxy}
+PROXIES: dict[str, type[RuntimeProxy]] = {"arm": RuntimeProxy, "gripper": RuntimeProxy, "camera": CameraProxy,
+                                          "policy": PolicyProxy}
 
 
 def declared_parts(spec: RobotSpec, args: argparse.Namespace, *, cameras_node: str = "") -> list[RuntimeNodeComponent]:

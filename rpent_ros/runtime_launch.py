@@ -18,7 +18,7 @@ from rpent_ros.params import flag_errors_as_parameters, namespace_from_params
 from rpent_ros.remote_runtime import declared_parts
 
 #: The runtime node executables that are lifecycle nodes (taken to `runtime_state` by the launch).
-MANAGED_NODE_TYPES = frozenset({"franka_arm_node", "franka_gripper_node", "camera_node"})
+MANAGED_NODE_TYPES = frozenset({"franka_arm_node", "franka_gripper_node", "camera_node", "vla_client_node"})
 
 
 def robot_runtime_nodes(robot: str, flags: Mapping[str, Any]) -> list[RuntimeNodeComponent]:

@@ -45,11 +45,12 @@ log = logging.getLogger("rpent.runtime_nodes")
 # Franky arms also answer the envelope checks the tools run before approval (cheap, no motion).
 FRANKA_ARM_METHODS = ARM_METHODS | {
     "check_cartesian", "check_joints", "relative_target", "cartesian_path", "joint_path", "settled_state",
+    "run_joint_steps",  # a policy's chunk, streamed at its control rate beside the arm (vla_client_node)
 }
 # The stop tool confirms a gripper stop (and reports one that failed) through the gripper node too.
 FRANKA_GRIPPER_METHODS = GRIPPER_METHODS | {"confirm_stopped"}
 # What an inactive node refuses: whatever moves the robot (state, checks, wait and stop stay served).
-ARM_MOTIONS = frozenset({"start_cartesian", "start_relative", "start_joints"})
+ARM_MOTIONS = frozenset({"start_cartesian", "start_relative", "start_joints", "run_joint_steps"})
 GRIPPER_MOTIONS = frozenset({"move", "grasp", "open"})
 
 
@@ -163,6 +164,9 @@ class FrankaArmNode(ManagedRuntimeNode):
                   "placement for this arm name)", kind="float[]", length=3),
             Param("base_rpy", [0.0, 0.0, 0.0], "roll, pitch, yaw of the arm's base in world_frame, radians", length=3),
             Param("world_frame", "world", "TF frame the arm's base is placed in"),
+            Param("realtime", "auto", "franky's real-time scheduling: auto enforces it on a real arm (ip not on "
+                  "loopback); ignore risks communication reflexes without a real-time kernel",
+                  choices=("auto", "enforce", "ignore")),
         ], FRANKA_ARM_METHODS, ARM_MOTIONS, **kwargs)
         p = self.params
         # Read (and refuse bad) files before any robot is waited for.
@@ -175,8 +179,9 @@ class FrankaArmNode(ManagedRuntimeNode):
         from robots.franka.franky_arm import FrankyArm
 
         p = self.params
+        realtime = {"auto": None, "enforce": True, "ignore": False}[p["realtime"]]
         return FrankyArm(p["ip"], name=self.runtime_name, envelope=self.envelope, dynamics_factor=p["dynamics_factor"],
-                         connect_timeout_s=p["connect_timeout_s"])
+                         connect_timeout_s=p["connect_timeout_s"], realtime=realtime)
 
     def start_telemetry(self, arm: Any) -> None:
         self.every(self.params["publish_rate_hz"], lambda: self.telemetry.publish(arm.state()))

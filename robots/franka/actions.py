@@ -229,7 +229,7 @@ def run_policy(ctx: Ctx, arm_name: str | None, instruction: str, max_steps: int,
     arm = runtime.arm(arm_name)
     policy = runtime.policy(arm.name)
     # The other arms stand still while this one runs: its every step keeps clear of where they are.
-    keep_clear = [KeepClear.of(other.envelope, other.state().joints, arm.envelope)
+    keep_clear = [KeepClear.of(other.envelope, other.state().joints, arm.envelope).to_dict()
                   for name, other in runtime.arms.items() if name != arm.name]
     approve(ctx, [arm], f"run the VLA policy on {arm.name} for up to {max_steps} steps ({max_duration_s:g} s): "
                         f"{instruction!r}")

@@ -2,7 +2,9 @@
 
 Arms and grippers each get a node; cameras come from the deployment YAML (a camera node each) or,
 with --sim, from the simulated scene, whose cameras must render in the simulator's own node.
-Cameras are listed first so a launch starts the simulator before the arms that connect to it.
+Cameras are listed first so a launch starts the simulator before the arms that connect to it. With a
+`vla_endpoint`, each arm gets a vla_client_node too (robots.franka.policy_loop runs there; the arm
+node streams each chunk's steps).
 """
 
 from __future__ import annotations
@@ -25,12 +27,39 @@ def runtime_nodes(franka: FrankaConfig, args: argparse.Namespace, config_file: P
         for cam in franka.cameras
     ]
     for arm in franka.arms:
+        realtime = "auto" if arm.realtime is None or getattr(args, "sim", False) else ("enforce" if arm.realtime else "ignore")
         parts.append(RuntimeNodeComponent(arm.name, "arm", "franka_arm_node", f"arm_{arm.name}",
-                                          {"name": arm.name, "ip": arm.host, "dynamics_factor": arm.dynamics_factor}))
+                                          {"name": arm.name, "ip": arm.host, "dynamics_factor": arm.dynamics_factor,
+                                           "realtime": realtime}))
         if arm.gripper:
             parts.append(RuntimeNodeComponent(arm.name, "gripper", "franka_gripper_node", f"gripper_{arm.name}",
                                               {"name": arm.name, "ip": arm.host}))
-    return parts
+    return parts + (_policies(franka, parts, config_file) if franka.vla_endpoint else [])
+
+
+def _policies(franka: FrankaConfig, parts: list[RuntimeNodeComponent], config_file: Path) -> list[RuntimeNodeComponent]:
+    """A vla_client_node per arm: it holds the policy connection and reaches its arm, hand and cameras by
+    their actions; the arm node runs each chunk's control steps beside the arm."""
+    from rpent.robot import ConfigError
+
+    actions = {(p.protocol, p.name): p.action_name for p in parts}
+
+    def camera(name: str, setting: str) -> str:
+        if ("camera", name) not in actions:
+            known = sorted(n for kind, n in actions if kind == "camera")
+            raise ConfigError(f"{setting}: no camera named {name!r} (cameras: {known})")
+        return actions[("camera", name)]
+
+    policy = franka.policy
+    return [
+        RuntimeNodeComponent(arm.name, "policy", "vla_client_node", f"vla_{arm.name}", {
+            "name": arm.name, "endpoint": franka.vla_endpoint, "config": str(config_file.resolve()),
+            "arm_action": actions[("arm", arm.name)], "gripper_action": actions.get(("gripper", arm.name), ""),
+            "exterior_camera_action": camera(policy.exterior_camera, "policy.exterior_camera"),
+            "wrist_camera_action": camera(policy.wrist_camera(arm.name, len(franka.arms)), f"policy.wrist_cameras.{arm.name}"),
+        })
+        for arm in franka.arms
+    ]
 
 
 def _sim_cameras(franka: FrankaConfig) -> list[RuntimeNodeComponent]:
@@ -58,6 +87,9 @@ def runtime_from_nodes(config: RunConfig, parts: Sequence[tuple[RuntimeNodeCompo
     for part, proxy in parts:
         if part.protocol == "camera":
             runtime.cameras.append(proxy)
+            continue
+        if part.protocol == "policy":
+            runtime.policies[part.name] = proxy
             continue
         # The tools check every target against the arm's envelope before anything moves.
         proxy.envelope = safety.envelope(part.name, arm_configs[part.name].base_xyz_m)

@@ -239,9 +239,10 @@ class FrankyArm:
             self._active = True
 
     # --- streamed joint steps (a policy's actions at its control rate) ------------------------------
-    def run_joint_steps(self, actions: Sequence[Sequence[float]], **options: Any) -> dict[str, Any]:
+    def run_joint_steps(self, actions: Sequence[Sequence[float]], *, cancel: threading.Event | None = None,
+                        **options: Any) -> dict[str, Any]:
         """Execute a chunk of policy actions, each step checked first (robots.franka.joint_steps)."""
-        return joint_steps.run(self, actions, **options)
+        return joint_steps.run(self, actions, cancel=cancel, **options)
 
     def stream_joint_velocity(self, velocity: Sequence[float], duration_s: float) -> None:
         """Run at `velocity` for `duration_s`, replacing whatever motion runs (no check: callers check)."""

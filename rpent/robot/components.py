@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 #: The rpent.runtime Protocols a part may implement; rpent_ros has a proxy for each.
-Protocol = Literal["arm", "gripper", "camera"]
+Protocol = Literal["arm", "gripper", "camera", "policy"]
 
 
 @dataclass(frozen=True)
