@@ -28,6 +28,7 @@ _SERVICE_POLL_S = 0.05  # rclpy offers no event for a service appearing
 class RosApprovalChannel:
     def __init__(self, node: Node, service: str = DEFAULT_SERVICE) -> None:
         self.service = service
+        self.operator = f"dashboard node ({service})"  # who answers, for the approval's record
         self._client = node.create_client(ApproveMotion, service, callback_group=ReentrantCallbackGroup())
 
     def request(self, request_id: str, description: str, timeout_s: float, on_cancel: OnCancel | None = None) -> bool:

@@ -50,7 +50,7 @@ ArmName = Annotated[
 ]
 
 
-@tool
+@tool(outcome=["reached"])
 def move_to(
     arm: ArmName,
     x_m: Coordinate,
@@ -84,7 +84,7 @@ def move_to(
     return actions.move_to(ctx, arm, (x_m, y_m, z_m), (roll_rad, pitch_rad, yaw_rad), quaternion_xyzw, speed_factor)
 
 
-@tool
+@tool(outcome=["reached"])
 def move_by(
     arm: ArmName,
     dx_m: Offset = 0.0,
@@ -112,7 +112,7 @@ def move_by(
     return actions.move_by(ctx, arm, (dx_m, dy_m, dz_m), (droll_rad, dpitch_rad, dyaw_rad), speed_factor)
 
 
-@tool
+@tool(outcome=["reached"])
 def move_both_to(
     left_x_m: Coordinate,
     left_y_m: Coordinate,
@@ -145,7 +145,7 @@ def move_both_to(
     return {"arms": execute(ctx, plans)}
 
 
-@tool
+@tool(outcome=["reached"])
 def move_both_by(
     dx_m: Offset = 0.0, dy_m: Offset = 0.0, dz_m: Offset = 0.0, speed_factor: SpeedFactor | None = None, *, ctx: ToolContext[FrankaRuntime]
 ) -> dict[str, Any]:
@@ -163,7 +163,7 @@ def move_both_by(
     return {"arms": execute(ctx, plans)}
 
 
-@tool
+@tool(outcome=["reached"])
 def move_joints(arm: ArmName, joints_rad: Joints, speed_factor: SpeedFactor | None = None, *, ctx: ToolContext[FrankaRuntime]) -> dict[str, Any]:
     """Move one arm's seven joints to the given angles (joint 1 at the base first).
 
@@ -175,7 +175,7 @@ def move_joints(arm: ArmName, joints_rad: Joints, speed_factor: SpeedFactor | No
     return actions.move_joints(ctx, arm, joints_rad, speed_factor)
 
 
-@tool
+@tool(outcome=["reached"])
 def home(arm: ArmName | None = None, speed_factor: SpeedFactor | None = None, *, ctx: ToolContext[FrankaRuntime]) -> dict[str, Any]:
     """Move one arm, or both at once, to the home joint configuration.
 
@@ -207,7 +207,7 @@ def move_gripper(arm: ArmName, width_m: Width, *, ctx: ToolContext[FrankaRuntime
     return actions.move_gripper(ctx, arm, width_m)
 
 
-@tool
+@tool(outcome=["grasped"])
 def grasp(arm: ArmName, width_m: Width = 0.0, force_n: Force = 20.0, *, ctx: ToolContext[FrankaRuntime]) -> dict[str, Any]:
     """Close one arm's gripper on an object with a force; reports whether something is held.
 

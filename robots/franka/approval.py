@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import getpass
 import inspect
 import logging
 import os
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 _MAX_DISCARD_READS = 256  # of 4 KiB: far more than anyone types ahead
+_TIMEOUT_SLACK_S = 0.05  # a wait this close to the timeout ended by it (channels return at their deadline)
 
 
 def approve(ctx: ToolContext[FrankaRuntime], arms: Sequence[FrankyArm], description: str) -> None:
@@ -33,11 +35,28 @@ def approve(ctx: ToolContext[FrankaRuntime], arms: Sequence[FrankyArm], descript
     if channel is None:
         raise PermissionError(f"{needed[0].name}: approval is required but no operator channel is connected")
     timeout = min(a.envelope.limits.approval_timeout_s for a in needed)
-    ctx.report("awaiting_approval", description)
+    asked = time.time()
+    ctx.report("awaiting_approval", description)  # the dashboard's operator_request event has its deadline
     approved = _request(channel, str(ctx.call_id), f"{ctx.tool_name}: {description}", timeout, ctx.on_cancel)
-    ctx.check_cancelled()  # a cancel wins over any answer, and ends the call as cancelled, not denied
+    answered = time.time()
+    # A cancel wins over any answer, and ends the call as cancelled, not denied.
+    outcome = "cancelled" if ctx.cancelled else "approved" if approved else (
+        "timed_out" if answered - asked >= timeout - _TIMEOUT_SLACK_S else "denied")
+    by = operator_of(channel)
+    ctx.record_approval(motion=description, outcome=outcome, by=by, requested_at=asked, answered_at=answered,
+                        timeout_s=timeout)
+    answer = {"approved": f"approved by {by}", "denied": f"denied by {by}", "timed_out": f"no answer from {by}: denied",
+              "cancelled": "withdrawn: the call was cancelled"}[outcome]
+    log.info("approval of call %d (%s): %s after %.1f s: %s", ctx.call_id, ctx.tool_name, answer, answered - asked,
+             description)
+    ctx.check_cancelled()
     if not approved:
         raise PermissionError(f"operator denied the motion or did not answer within {timeout:.0f} s ({description}); nothing moved")
+
+
+def operator_of(channel: ApprovalChannel) -> str:
+    """Who answers on this channel, for the record: its `operator` attribute, else its class name."""
+    return str(getattr(channel, "operator", None) or type(channel).__name__)
 
 
 def _request(channel: ApprovalChannel, request_id: str, text: str, timeout_s: float, on_cancel: OnCancel) -> bool:
@@ -63,6 +82,7 @@ class CliApprovalChannel:
     """
 
     def __init__(self, input_stream: TextIO | None = None, output_stream: TextIO | None = None) -> None:
+        self.operator = f"terminal ({getpass.getuser()})"
         self._in = input_stream or sys.stdin
         self._out = output_stream or sys.stderr
         self._lock = threading.Lock()  # one question on the terminal at a time

@@ -29,7 +29,7 @@ from rpent.tools import ToolContext, ToolResult, readonly, tool
 from rpent.tools.finish import make_finish_tool
 
 
-@tool
+@tool(outcome=["reached"])
 def move_to(
     x_m: Coordinate,
     y_m: Coordinate,
@@ -62,7 +62,7 @@ def move_to(
     return actions.move_to(ctx, None, (x_m, y_m, z_m), (roll_rad, pitch_rad, yaw_rad), quaternion_xyzw, speed_factor)
 
 
-@tool
+@tool(outcome=["reached"])
 def move_by(
     dx_m: Offset = 0.0,
     dy_m: Offset = 0.0,
@@ -91,7 +91,7 @@ def move_by(
     return actions.move_by(ctx, None, (dx_m, dy_m, dz_m), (droll_rad, dpitch_rad, dyaw_rad), speed_factor)
 
 
-@tool
+@tool(outcome=["reached"])
 def move_joints(joints_rad: Joints, speed_factor: SpeedFactor | None = None, *, ctx: ToolContext[FrankaRuntime]) -> dict[str, Any]:
     """Move the seven arm joints to the given angles (joint 1 at the base first).
 
@@ -104,7 +104,7 @@ def move_joints(joints_rad: Joints, speed_factor: SpeedFactor | None = None, *, 
     return actions.move_joints(ctx, None, joints_rad, speed_factor)
 
 
-@tool
+@tool(outcome=["reached"])
 def home(speed_factor: SpeedFactor | None = None, *, ctx: ToolContext[FrankaRuntime]) -> dict[str, Any]:
     """Move the arm to its home joint configuration (gripper above the table, pointing down).
 
@@ -130,7 +130,7 @@ def move_gripper(width_m: Width, *, ctx: ToolContext[FrankaRuntime]) -> dict[str
     return actions.move_gripper(ctx, None, width_m)
 
 
-@tool
+@tool(outcome=["grasped"])
 def grasp(width_m: Width = 0.0, force_n: Force = 20.0, *, ctx: ToolContext[FrankaRuntime]) -> dict[str, Any]:
     """Close the gripper on an object with a force; reports whether something is held.
 

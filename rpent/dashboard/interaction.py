@@ -60,12 +60,16 @@ class _Pending:
             "text": self.text,
             "timeout_s": self.timeout_s,
             "created": self.created,
+            "deadline": self.created + self.timeout_s,  # epoch seconds: unanswered by then, it is denied
             "details": self.details,
         }
 
 
 class OperatorInteraction:
     """Requests from robot threads to the operator, answered through the dashboard."""
+
+    #: Who answers through this channel, for the record of each approval (ApprovalChannel users read it).
+    operator = "dashboard"
 
     def __init__(self, publish: Publish) -> None:
         self._publish = publish

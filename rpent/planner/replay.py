@@ -2,6 +2,14 @@
 
 Validation, scheduling, observation capture and video all apply, as for a model's calls. The
 whole recipe is checked (parses, names known tools) before the first call moves anything.
+
+A step fails when its call returns an error, or when it contradicts what the recipe expects: a
+tool's outcome field (`@tool(outcome=...)`: franka's `reached`, `grasped`) reported false where
+the recipe expects true. Every outcome field is expected true unless the line's `expect` says
+otherwise (`"expect": {"grasped": false}`, which a recorded recipe writes for a call that reported
+false when it was recorded). The replay stops at the first failed step (`--continue-on-error`
+goes on, and then finishes with status failure): a pick does not go on to lift after a grasp
+that closed on nothing.
 """
 
 from __future__ import annotations
@@ -14,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from rpent.planner.base import AbortRequest, OperatorInput, OperatorMessage, PlannerResult, PlannerStatus, ScriptPlanner
-from rpent.tools import Tool, ToolArgumentError, Toolkit
+from rpent.tools import Tool, ToolArgumentError, Toolkit, ToolResult
 
 log = logging.getLogger(__name__)
 
@@ -43,14 +51,17 @@ def load_recipe(path: str | Path) -> list[dict[str, Any]]:
         arguments = entry.get("arguments", {})
         if not isinstance(arguments, dict):
             raise RecipeError(f"{path}:{number}: 'arguments' must be an object")
-        steps.append({"tool": entry["tool"], "arguments": arguments, "line": number})
+        expect = entry.get("expect", {})
+        if not isinstance(expect, dict) or not all(isinstance(v, bool) for v in expect.values()):
+            raise RecipeError(f"{path}:{number}: 'expect' must be an object of result fields and true/false")
+        steps.append({"tool": entry["tool"], "arguments": arguments, "expect": expect, "line": number})
     if not steps:
         raise RecipeError(f"{path}: the recipe has no steps")
     return steps
 
 
 class ReplayPlanner(ScriptPlanner):
-    """Runs a recipe's calls in order; stops at the first error unless `continue_on_error`.
+    """Runs a recipe's calls in order; stops at the first failed step (module docstring) unless `continue_on_error`.
 
     A recipe holds no finish call (recipes keep robot calls only), so after the last step the
     replay calls the robot's `finish` tool with status success, if the robot has one.
@@ -108,8 +119,9 @@ class ReplayPlanner(ScriptPlanner):
                 }
             )
             log.debug("replay step %d/%d %s: %s", index, len(self.steps), step["tool"], "error" if result.is_error else "ok")
-            if result.is_error:
-                failure = f"step {index} ({step['tool']}, line {step['line']}) failed: {result.error}"
+            failure = _step_failure(index, step, result)
+            if failure is not None:
+                log.warning("replay: %s%s", failure, "; going on (--continue-on-error)" if self.continue_on_error else "")
                 if not self.continue_on_error:
                     return self._result(PlannerStatus.ERROR, failure, turns, transcript, toolkit, error=failure)
                 failures.append(failure)
@@ -135,6 +147,18 @@ class ReplayPlanner(ScriptPlanner):
     ) -> PlannerResult:
         finish = dict(toolkit.finish_result) if toolkit.finish_result is not None else None
         return PlannerResult(status=status, stop_reason=reason, finish_result=finish, turns=turns, transcript=transcript, error=error)
+
+
+def _step_failure(index: int, step: dict[str, Any], result: ToolResult) -> str | None:
+    """Why this step failed (an error, or an outcome the recipe expects true reported false), else None."""
+    where = f"step {index} ({step['tool']}, line {step['line']})"
+    if result.is_error:
+        return f"{where} failed: {result.error}"
+    contradicted = [name for name in result.unmet if step["expect"].get(name, True)]
+    if contradicted:
+        fields = ", ".join(f"{name}=false" for name in contradicted)
+        return f"{where} did not do what the recipe expects: the robot reported {fields}"
+    return None
 
 
 def _pending_abort(input_queue: queue.Queue[OperatorInput] | None, transcript: list[dict[str, Any]]) -> str | None:

@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 from rpent.tools.record import Segment
-from rpent.tools.result import _json_default
+from rpent.tools.result import _json_default, call_status, describe_call
 
 
 class JsonFormatter(logging.Formatter):
@@ -104,13 +104,17 @@ class ProgressSink:
 
     def publish(self, kind: str, payload: dict[str, Any]) -> None:
         if kind == "tool_finished":
-            outcome = f"error: {payload['error']}" if payload.get("error") else "ok"
-            self.log.info(
+            unmet = [name for name, value in (payload.get("outcome") or {}).items() if not value]
+            status = payload.get("status") or call_status(payload.get("error"), unmet)
+            # A call that ran but did not do what it was asked (a grasp that closed on nothing) stands out.
+            self.log.log(
+                logging.WARNING if status == "failed" else logging.INFO,
                 "tool %s (%.2f s) %s",
                 payload["tool"],
                 payload.get("duration_s", 0.0),
-                outcome,
-                extra={"rpent": {"event": kind, "tool": payload["tool"], "duration_s": payload.get("duration_s"), "error": payload.get("error")}},
+                payload.get("status_text") or describe_call(payload.get("error"), unmet),
+                extra={"rpent": {"event": kind, "tool": payload["tool"], "duration_s": payload.get("duration_s"),
+                                 "status": status, "error": payload.get("error"), "outcome": payload.get("outcome")}},
             )
         elif kind == "finish":
             self.log.info("finish accepted: %s", payload.get("finish_result", {}).get("status"))

@@ -139,8 +139,13 @@ class TaskRun:
                 except Exception:
                     log.exception("closing the toolkit failed")
         summary = self._summary(result, error, started, aborted, finish, solved, episode, recipe_path)
+        summary["approvals"] = approval_summary(toolkit)
         if scene is not None:  # robots with ground truth (simulators) only
             summary["scene"] = scene
+        disagreement = disagreement_of(summary["finish_status"], solved)
+        if disagreement is not None:  # on the console, in run.log, in result.json and on the page
+            log.warning("%s", disagreement)
+            summary["disagreement"] = disagreement
         write_json(segment.file("result.json"), summary)
         published = self._publish(recipe_path, started)
         log.info(
@@ -212,3 +217,30 @@ class TaskRun:
     def succeeded(self) -> bool:
         s = self.summary or {}
         return s.get("status") == PlannerStatus.FINISHED.value and s.get("finish_status") == "success" and s.get("solved") is not False
+
+
+def disagreement_of(finish_status: str | None, solved: bool | None) -> str | None:
+    """The warning when the planner's finish and the robot's own check disagree; None when they agree
+    or either is unknown."""
+    if solved is None or finish_status is None or (finish_status == "success") == bool(solved):
+        return None
+    return (f"finish={finish_status} but solved()={solved}: the planner's report and the robot's own check "
+            f"disagree; check the scene")
+
+
+def approval_summary(toolkit: Any) -> dict[str, Any] | None:
+    """result.json's `approvals`: how many motions asked the operator, the answers, who gave them and
+    how long they waited (each one is on its call's line in steps.jsonl); None when none was asked."""
+    approvals = getattr(toolkit, "approvals", None)  # toolkits reached over ROS do not offer it
+    entries = approvals() if approvals is not None else []
+    if not entries:
+        return None
+    outcomes = [entry["outcome"] for entry in entries]
+    waits = [entry["waited_s"] for entry in entries]
+    return {
+        "asked": len(entries),
+        **{outcome: outcomes.count(outcome) for outcome in ("approved", "denied", "timed_out", "cancelled")},
+        "by": sorted({entry["by"] for entry in entries}),
+        "waited_s_total": round(sum(waits), 3),
+        "waited_s_max": round(max(waits), 3),
+    }

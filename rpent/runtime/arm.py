@@ -115,7 +115,9 @@ class ApprovalChannel(Protocol):
     `request` blocks for at most `timeout_s` and returns False on deny or timeout. Given `on_cancel`,
     it registers a callback there that withdraws the question: the wait ends at once (False), and
     the id the operator saw is retired, so a late answer to it authorises nothing. A callback
-    rather than an Event, so the channel is woken instead of polling one.
+    rather than an Event, so the channel is woken instead of polling one. A channel may name who
+    answers on it in an `operator` attribute ("dashboard", "terminal (alice)"): each approval's
+    record says so (else it names the channel's class).
     """
 
     def request(

@@ -35,6 +35,7 @@ class ToolCall:
         "_result",
         "_token",
         "_toolkit",
+        "approvals",
         "arguments",
         "exclusive",
         "frames",
@@ -61,6 +62,7 @@ class ToolCall:
         self.exclusive = True
         self.stage = "new"
         self.frames = 0
+        self.approvals: list[dict[str, Any]] = []  # operator approvals this call asked for
         self._toolkit = toolkit
         self._token = CancelToken()
         # Latches made of plain locks (held until released once): far cheaper than Events, and a

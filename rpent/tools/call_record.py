@@ -5,15 +5,17 @@ swallows and logs its own failure."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from rpent.tools.events import DashboardEventSink
+from rpent.tools.images import image_file_name, image_labels
 from rpent.tools.record import Segment
 from rpent.tools.recording import VideoRecorder
-from rpent.tools.result import ToolResult, describe_exception
+from rpent.tools.result import ToolResult, call_status, describe_call, describe_exception
 from rpent.tools.steps import StepLog
 
 if TYPE_CHECKING:  # annotations only: ToolCall itself refers back to the Toolkit
@@ -57,19 +59,20 @@ class CallRecord:
             return self.recorder.episode_path
         return None
 
-    def record_frame(self, call: ToolCall, clip: str, rgb: np.ndarray) -> None:
+    def record_frame(self, call: ToolCall, clip: str, rgb: np.ndarray | Mapping[str, np.ndarray]) -> None:
         assert self.recorder is not None
         call.frames += 1
         self.recorder.add(rgb, clip=clip)
 
-    def save_images(self, call: ToolCall, images: list[bytes]) -> list[str]:
+    def save_images(self, call: ToolCall, images: list[bytes], names: list[str]) -> list[str]:
+        """images/<call>_<tool>_<camera>.png for each image (rpent.tools.images.image_labels)."""
         assert self.output_dir is not None and self.segment is not None
         folder = self.output_dir / "images"
         folder.mkdir(exist_ok=True)
         paths = []
-        for index, png in enumerate(images):
+        for png, label in zip(images, image_labels(names, len(images)), strict=True):
             # Call ids restart with each segment; the segment suffix keeps every name unique in the record.
-            path = folder / self.segment.name(f"{call.id:05d}_{call.name}_{index}.png")
+            path = folder / self.segment.name(image_file_name(call.id, call.name, label))
             path.write_bytes(png)
             paths.append(str(path))
         return paths
@@ -93,8 +96,14 @@ class CallRecord:
                     "arguments": arguments,
                     "duration_s": ended - started,
                     "error": result.error,
+                    # How it ended, in the words every console and page uses (rpent.tools.result.describe_call).
+                    "status": call_status(result.error, result.unmet),
+                    "status_text": describe_call(result.error, result.unmet),
+                    "outcome": result.outcome,
+                    "approvals": call.approvals,
                     "result": result.to_dict(),
                     "images": result.image_paths,
+                    "image_names": image_labels(result.image_names, len(result.image_paths)),
                     "clip": str(clip_path) if clip_path else None,
                 },
             )
@@ -114,6 +123,7 @@ class CallRecord:
         if self.steps is None:
             return
         try:
+            status = call_status(result.error, result.unmet)
             record = {
                 "call_id": call.id,
                 "tool": call.name,
@@ -125,7 +135,11 @@ class CallRecord:
                 "started_at": started,
                 "ended_at": ended,
                 "duration_s": round(ended - started, 6),
-                "cancelled": call.cancel_requested,
+                "status": status,
+                # True for a call a cancel stopped (the error then says so), never beside error: null.
+                "cancelled": status == "cancelled",
+                "outcome": result.outcome,
+                "approvals": call.approvals,
             }
         except Exception as exc:
             fields = {"call_id": call.id, "tool": call.name, "started_at": started, "ended_at": ended, "error": result.error}

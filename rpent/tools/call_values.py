@@ -4,7 +4,7 @@ ToolResult, a successful call as a recipe line. Shared by every executor, in pro
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rpent.tools.result import ToolResult, describe_exception
@@ -62,3 +62,31 @@ def recipe_line(entry: dict[str, Any]) -> str:
     except UnicodeEncodeError:  # a lone surrogate in an argument: escaped, so replay gets the same string
         line = json.dumps(entry, ensure_ascii=True)
     return line
+
+
+def outcome_of(data: Any, fields: Sequence[str]) -> dict[str, bool]:
+    """Each outcome field found anywhere in a tool's own result (nested dicts and lists, e.g. one entry
+    per arm), true only if every occurrence is true; fields the result does not carry are left out."""
+    found: dict[str, bool] = {}
+    stack = [data]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Mapping):
+            for key, value in node.items():
+                if key in fields and isinstance(value, bool):
+                    found[key] = found.get(key, True) and value
+                elif isinstance(value, (Mapping, list, tuple)):
+                    stack.append(value)
+        elif isinstance(node, (list, tuple)):
+            stack.extend(node)
+    return {name: found[name] for name in fields if name in found}
+
+
+def recipe_entry(tool: str, arguments: dict[str, Any], outcome: Mapping[str, bool]) -> dict[str, Any]:
+    """A recipe line: the call, and `expect` naming the outcome fields the recorded call reported false
+    (a replay stops at a step reporting false what the recipe expects true: rpent.planner.replay)."""
+    entry: dict[str, Any] = {"tool": tool, "arguments": arguments}
+    unmet = {name: False for name, value in outcome.items() if not value}
+    if unmet:
+        entry["expect"] = unmet
+    return entry

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -91,7 +91,7 @@ class ToolContext(Generic[RuntimeT]):
     """Injected by the executor as the keyword-only `ctx` argument of every tool handler."""
 
     __slots__ = (
-        "_cancel", "_frame_sink", "_stage_sink", "call_id", "memory", "output_dir", "robot", "state", "tool_name",
+        "_approval_sink", "_cancel", "_frame_sink", "_stage_sink", "call_id", "memory", "output_dir", "robot", "state", "tool_name",
     )
 
     def __init__(
@@ -106,6 +106,7 @@ class ToolContext(Generic[RuntimeT]):
         cancel_token: CancelToken,
         frame_sink: Callable[[np.ndarray], None] | None,
         stage_sink: Callable[[str, str, float | None], None] | None,
+        approval_sink: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         self.robot = robot
         self.state = state
@@ -116,6 +117,7 @@ class ToolContext(Generic[RuntimeT]):
         self._cancel = cancel_token
         self._frame_sink = frame_sink
         self._stage_sink = stage_sink
+        self._approval_sink = approval_sink
 
     @property
     def cancelled(self) -> bool:
@@ -138,10 +140,24 @@ class ToolContext(Generic[RuntimeT]):
         self._cancel.add_callback(callback)
         return lambda: self._cancel.remove_callback(callback)
 
-    def record_frame(self, rgb: np.ndarray) -> None:
-        """Add an RGB uint8 frame to the episode video (and this action's clip)."""
+    def record_frame(self, rgb: np.ndarray | Mapping[str, np.ndarray]) -> None:
+        """Add an RGB uint8 frame to the episode video (and this action's clip): one picture, or
+        {camera name: picture} of several cameras taken together, which the video shows tiled and labelled."""
         if self._frame_sink is not None:
             self._frame_sink(rgb)
+
+    def record_approval(
+        self, *, motion: str, outcome: str, by: str, requested_at: float, answered_at: float, timeout_s: float
+    ) -> None:
+        """Put an operator's answer to a motion approval on this call's record (steps.jsonl's
+        `approvals`, result.json's summary). `outcome`: approved, denied, timed_out or cancelled;
+        `by`: who answered (the channel: the dashboard, the terminal, a ROS service); times are epoch seconds."""
+        if self._approval_sink is not None:
+            self._approval_sink({
+                "motion": motion, "outcome": outcome, "by": by, "requested_at": round(requested_at, 3),
+                "answered_at": round(answered_at, 3), "waited_s": round(answered_at - requested_at, 3),
+                "timeout_s": timeout_s,
+            })
 
     def report(self, stage: str, message: str = "", progress: float | None = None) -> None:
         """Tell whoever waits on this call (a ROS action client, the dashboard) how it is going."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,16 +66,27 @@ class ToolResult:
     `data` is what the model reads (as JSON), `images` are PNG bytes delivered beside the text,
     `error` is set when the call failed. `image_paths` is filled by the toolkit when it saved the
     images under the run's output directory (planners that read images from disk use it).
+    `outcome` is filled by the toolkit for a tool that declares outcome fields (`@tool(outcome=...)`):
+    each field as the action reported it, e.g. `{"grasped": False}` for a grasp that closed on nothing.
     """
 
     data: dict[str, Any] = field(default_factory=dict)
     images: list[bytes] = field(default_factory=list)
     error: str | None = None
     image_paths: list[str] = field(default_factory=list)
+    #: What each image shows (a camera's name), in image order; names the saved files
+    #: (images/<call>_<tool>_<name>.png). Unnamed images (shorter list, or "") are numbered.
+    image_names: list[str] = field(default_factory=list)
+    outcome: dict[str, bool] = field(default_factory=dict)
 
     @property
     def is_error(self) -> bool:
         return self.error is not None
+
+    @property
+    def unmet(self) -> list[str]:
+        """The outcome fields the action reported false: it ran, but did not do what it was asked."""
+        return [name for name, value in self.outcome.items() if not value]
 
     def to_dict(self) -> dict[str, Any]:
         """Data and error merged into one payload (the error under the key "error")."""
@@ -87,6 +99,31 @@ class ToolResult:
         """The model-facing JSON text of `to_dict()`, at most `limit_bytes` UTF-8 bytes."""
         text = _ENCODER.encode(self.to_dict())
         return truncate_utf8(text, limit_bytes)
+
+
+# How a call ended, in one word: steps.jsonl's `status`, the progress line, the dashboard's events.
+CALL_STATUSES = ("ok", "failed", "cancelled", "error")
+# Every error of a cancelled call starts so (`cancelled: <reason>`, `cancelled before it started: ...`).
+CANCELLED_PREFIX = "cancelled"
+
+
+def call_status(error: str | None, unmet: Sequence[str] = ()) -> str:
+    """`cancelled` (stopped by a cancel, also before it started), `error` (refused or raised),
+    `failed` (ran, but an outcome field is false: `unmet`), else `ok`."""
+    if error is not None:
+        return "cancelled" if error.startswith(CANCELLED_PREFIX) else "error"
+    return "failed" if unmet else "ok"
+
+
+def describe_call(error: str | None, unmet: Sequence[str] = ()) -> str:
+    """The one text a console or a page shows for how a call ended: `ok`, `failed: grasped=false`,
+    `cancelled: <reason>` or `error: <message>`."""
+    status = call_status(error, unmet)
+    if status == "failed":
+        return "failed: " + ", ".join(f"{name}=false" for name in unmet)
+    if status == "cancelled":
+        return str(error)
+    return f"error: {error}" if status == "error" else "ok"
 
 
 def finish_payload(*, status: str, summary: str, **extra: Any) -> dict[str, Any]:

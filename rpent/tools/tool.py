@@ -8,7 +8,7 @@ import reprlib
 import sys
 import types
 import typing
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
@@ -65,6 +65,9 @@ class Tool:
     args_schema: type[BaseModel]
     input_schema: dict[str, Any]
     readonly: bool = False
+    #: Fields of the tool's result that say whether its action did what it was asked (`reached`,
+    #: `grasped`): one reported false marks the call `failed` (see Toolkit and ToolResult.outcome).
+    outcome: tuple[str, ...] = ()
     # Parameters that may be omitted, whose type does not itself admit None: null means "the default".
     _null_means_default: tuple[tuple[str, FieldInfo], ...] = ()
 
@@ -199,29 +202,36 @@ def readonly(fn: Callable[..., Any]) -> Callable[..., Any]:
 @typing.overload
 def tool(fn: Callable[..., Any], /) -> Tool: ...
 @typing.overload
-def tool(*, name: str | None = None, description: str | None = None) -> Callable[[Callable[..., Any]], Tool]: ...
+def tool(
+    *, name: str | None = None, description: str | None = None, outcome: Sequence[str] = ()
+) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
 def tool(
-    fn: Callable[..., Any] | None = None, /, *, name: str | None = None, description: str | None = None
+    fn: Callable[..., Any] | None = None, /, *, name: str | None = None, description: str | None = None,
+    outcome: Sequence[str] = (),
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a typed function with a Google-style docstring into a Tool.
 
     The function must take a required keyword-only `ctx: ToolContext[...]`; every other parameter
     needs a type annotation (constraints via pydantic `Field`, as the default or inside `Annotated`).
+    `outcome` names the boolean fields of its result that report whether the action succeeded
+    (`@tool(outcome=["grasped"])`).
     """
 
     def decorate(function: Callable[..., Any]) -> Tool:
-        return _build_tool(function, name=name, description=description)
+        return _build_tool(function, name=name, description=description, outcome=outcome)
 
     return decorate(fn) if fn is not None else decorate
 
 
-def _build_tool(fn: Callable[..., Any], *, name: str | None, description: str | None) -> Tool:
+def _build_tool(fn: Callable[..., Any], *, name: str | None, description: str | None,
+                outcome: Sequence[str] = (), annotations: Mapping[str, Any] | None = None) -> Tool:
+    """`annotations`: replacements for some parameters' annotations (see rpent.tools.bounds)."""
     tool_name = name or fn.__name__
     where = f"tool '{tool_name}' ({fn.__module__}.{fn.__qualname__})"
     signature = inspect.signature(fn)
-    hints = _resolve_hints(fn, signature, where)
+    hints = {**_resolve_hints(fn, signature, where), **(annotations or {})}
     doc = docstring_parser.parse(inspect.getdoc(fn) or "", style=docstring_parser.DocstringStyle.GOOGLE)
     param_docs = {p.arg_name: " ".join((p.description or "").split()) for p in doc.params}
 
@@ -275,8 +285,15 @@ def _build_tool(fn: Callable[..., Any], *, name: str | None, description: str | 
         args_schema=args_schema,
         input_schema=input_schema,
         readonly=bool(getattr(fn, _READONLY_ATTR, False)),
+        outcome=_outcome_fields(outcome, where),
         _null_means_default=tuple(null_means_default),
     )
+
+
+def _outcome_fields(outcome: Sequence[str], where: str) -> tuple[str, ...]:
+    if isinstance(outcome, str) or not all(isinstance(name, str) and name for name in outcome):
+        raise ToolDefinitionError(f"{where}: outcome must be a list of result field names, got {outcome!r}")
+    return tuple(outcome)
 
 
 def _resolve_hints(fn: Callable[..., Any], signature: inspect.Signature, where: str) -> dict[str, Any]:

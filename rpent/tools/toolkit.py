@@ -18,11 +18,11 @@ from pydantic import BaseModel
 from rpent.memory.manager import MemoryManager, write_text_atomic
 from rpent.tools.call import StageCallback, ToolCall, _latch
 from rpent.tools.call_record import CallRecord
-from rpent.tools.call_values import arguments_mapping, as_result, recipe_line
+from rpent.tools.call_values import arguments_mapping, as_result, outcome_of, recipe_entry, recipe_line
 from rpent.tools.context import ToolCancelled, ToolContext
 from rpent.tools.events import DashboardEventSink
 from rpent.tools.record import Segment, attach_segment
-from rpent.tools.result import FINISH_MARKER, ToolResult, describe_exception
+from rpent.tools.result import CANCELLED_PREFIX, FINISH_MARKER, ToolResult, describe_exception
 from rpent.tools.scheduler import CallScheduler
 from rpent.tools.tool import Tool, ToolArgumentError
 
@@ -37,10 +37,8 @@ class Command:
 
     name: str
     arguments: dict[str, Any]
-    #: The call's id: results show it, and images are saved under it (images/<call_id:05d>_<tool>_<index>.png).
+    #: The call's id: results show it, and images are saved under it (images/<call_id:05d>_<tool>_<camera>.png).
     call_id: int = 0
-    #: How many images the tool's own result carries; observation images are numbered after them.
-    image_offset: int = 0
 
 
 class Toolkit:
@@ -86,7 +84,8 @@ class Toolkit:
         self._scheduler = CallScheduler()
         self._ids = itertools.count(1)
         self._finish_result: dict[str, Any] | None = None
-        self._recipe: list[tuple[str, BaseModel]] = []
+        self._recipe: list[tuple[str, BaseModel, dict[str, bool]]] = []
+        self._approvals: list[dict[str, Any]] = []
 
         #: This toolkit's part of the record: never another run's directory (see rpent.tools.record).
         self.segment: Segment | None = None
@@ -178,7 +177,7 @@ class Toolkit:
 
     def recipe(self) -> list[dict[str, Any]]:
         """The successful robot calls so far, in completion order: {"tool", "arguments"} each."""
-        return [{"tool": name, "arguments": model.model_dump(mode="json")} for name, model in list(self._recipe)]
+        return [recipe_entry(name, model.model_dump(mode="json"), outcome) for name, model, outcome in list(self._recipe)]
 
     def close(self, timeout: float | None = None) -> Path | None:
         """Refuse new calls for good, let queued and running ones finish, then save the episode video."""
@@ -198,8 +197,10 @@ class Toolkit:
 
     def _capture_observation(
         self, *, command: Command, result: ToolResult, elapsed_s: float
-    ) -> tuple[dict[str, Any], list[bytes]]:
-        """Observe the robot after a non-readonly robot tool; the base toolkit keeps the action's data."""
+    ) -> tuple[dict[str, Any], list[bytes] | dict[str, bytes]]:
+        """Observe the robot after a non-readonly robot tool; the base toolkit keeps the action's data.
+
+        Images: PNGs, or {camera name: PNG} so that their files are named by camera."""
         return result.data, []
 
     def _on_close(self) -> None:
@@ -273,6 +274,21 @@ class Toolkit:
             self._scheduler.finished(call)
         call._finish(result)
 
+    def _report_stage(self, call: ToolCall, stage: str, message: str = "", progress: float | None = None) -> None:
+        call._set_stage(stage, message, progress)
+        # The dashboard shows what a running call waits for (e.g. "awaiting_approval").
+        self._record.publish("tool_stage", {"call_id": call.id, "tool": call.name, "stage": stage,
+                                            "message": message, "progress": progress})
+
+    def _record_approval(self, call: ToolCall, entry: dict[str, Any]) -> None:
+        entry = {"call_id": call.id, "tool": call.name, **entry}
+        call.approvals.append(entry)
+        self._approvals.append(entry)
+
+    def approvals(self) -> list[dict[str, Any]]:
+        """Every operator approval asked so far (ToolContext.record_approval), in order."""
+        return list(self._approvals)
+
     def _cancel_call(self, call: ToolCall, reason: str) -> bool:
         queued = self._scheduler.withdraw(call)
         if queued is None:
@@ -311,10 +327,13 @@ class Toolkit:
             tool_name=call.name,
             cancel_token=call._token,
             frame_sink=(lambda rgb: record.record_frame(call, clip, rgb)) if record.recorder is not None else None,
-            stage_sink=call._set_stage,
+            stage_sink=(lambda *stage: self._report_stage(call, *stage)) if record.events_on else call._set_stage,
+            approval_sink=lambda entry: self._record_approval(call, entry),
         )
         try:
             result = as_result(tool.fn(**kwargs, ctx=ctx))
+            if tool.outcome and result.error is None:
+                result.outcome = outcome_of(result.data, tool.outcome)
         except ToolCancelled as exc:
             result = ToolResult(error=f"cancelled: {exc}")
         except Exception as exc:
@@ -339,11 +358,15 @@ class Toolkit:
         """Observation, finish, images and recipe after the handler; the result with its model-facing text."""
         finish = result.error is None and bool(result.data.get(FINISH_MARKER))
         robot_call = not finish and call.name not in self._common and call.name != "finish"
+        if call.cancel_requested and not (result.error or "").startswith(CANCELLED_PREFIX):
+            result = _as_cancelled(result, call._token.reason or "cancelled")  # before the observation: it settles
         if robot_call and not tool.readonly and self._observes:
             call._set_stage("capturing")
             # run.log then tells a step's motion from its observation (and a video's pauses from losses).
             log.debug("call %d (%s): capturing the observation", call.id, call.name)
             result = self._capture(call, kwargs, result, elapsed)
+        if call.cancel_requested and not (result.error or "").startswith(CANCELLED_PREFIX):
+            result = _as_cancelled(result, call._token.reason or "cancelled")  # a cancel during the observation
         if finish:
             result.data = {k: v for k, v in result.data.items() if k != FINISH_MARKER}
         # Whatever a tool returned must reach the model (and transcripts) as JSON: a result that does
@@ -351,26 +374,43 @@ class Toolkit:
         try:
             text = result.to_text()
         except Exception as exc:
-            result = ToolResult(error=f"result could not be encoded: {describe_exception(exc)}", images=result.images)
+            result = ToolResult(error=f"result could not be encoded: {describe_exception(exc)}", images=result.images,
+                                image_names=result.image_names)
             text = result.to_text()
         if finish and result.error is None:
             self._finish_result = dict(result.data)
             self._record.publish("finish", {"call_id": call.id, "finish_result": self._finish_result})
         if result.images and self.output_dir is not None:
-            result.image_paths = self._record.save_images(call, result.images)
+            result.image_paths = self._record.save_images(call, result.images, result.image_names)
         if robot_call and result.error is None:
             # The validated model is kept and dumped only when a recipe is written. list.append is
             # atomic, so concurrent read-only calls need no lock here.
-            self._recipe.append((call.name, model))
+            self._recipe.append((call.name, model, result.outcome))
         return result, text
 
     def _capture(self, call: ToolCall, kwargs: dict[str, Any], result: ToolResult, elapsed: float) -> ToolResult:
         try:
             data, images = self._capture_observation(
-                command=Command(call.name, kwargs, call.id, len(result.images)), result=result, elapsed_s=elapsed
+                command=Command(call.name, kwargs, call.id), result=result, elapsed_s=elapsed
             )
         except Exception as exc:
             log.warning("observation after %s failed: %s", call.name, exc, exc_info=True)
             note = f"observation capture failed: {type(exc).__name__}: {exc}"
-            return ToolResult(data=result.data, images=result.images, error=f"{result.error}; {note}" if result.error else note)
-        return ToolResult(data=dict(data), images=[*result.images, *images], error=result.error)
+            return ToolResult(data=result.data, images=result.images, error=f"{result.error}; {note}" if result.error else note,
+                              outcome=result.outcome, image_names=result.image_names)
+        own = [*result.image_names, *[""] * (len(result.images) - len(result.image_names))][: len(result.images)]
+        names = list(images) if isinstance(images, dict) else [""] * len(images)
+        pngs = list(images.values()) if isinstance(images, dict) else list(images)
+        return ToolResult(data=dict(data), images=[*result.images, *pngs], error=result.error, outcome=result.outcome,
+                          image_names=[*own, *names])
+
+
+def _as_cancelled(result: ToolResult, reason: str) -> ToolResult:
+    """A call cancelled while it ran whose handler returned anyway (its action had ended, or the cancel
+    came during the observation) or failed for another reason: it reads as cancelled everywhere."""
+    if result.error is None:
+        error = f"cancelled: {reason} (after its action had run; the result shows where it ended)"
+    else:
+        error = f"cancelled: {reason}; then: {result.error}"
+    return ToolResult(data=result.data, images=result.images, outcome=result.outcome, error=error,
+                      image_names=result.image_names)
