@@ -21,9 +21,10 @@ import anthropic
 from rpent.message_stream import StreamCut, read_message
 from rpent.planner.api_wire import (
     CACHE,
+    backoff_delay,
     block_dict,
     describe,
-    retry_delay,
+    requested_wait,
     retryable,
     tool_result_blocks,
     with_cache_breakpoint,
@@ -42,7 +43,10 @@ from rpent.settings import DEFAULT_MODEL, api_key_from, chosen_model
 from rpent.tools.result import ToolResult
 from rpent.tools.toolkit import Toolkit
 
-__all__ = ["DEFAULT_MODEL", "ApiPlanner"]
+__all__ = ["DEFAULT_MAX_RETRY_WAIT_S", "DEFAULT_MODEL", "ApiPlanner"]
+
+#: The longest Retry-After the planner honours; a service asking for more ends the run (docs/planners.md).
+DEFAULT_MAX_RETRY_WAIT_S = 60.0
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +73,9 @@ class ApiPlanner(AsyncPlanner):
     Options: `model`, `base_url` (default: $ANTHROPIC_BASE_URL or the public API), `api_key`
     (default: the variable named by `api_key_env`), `bearer_auth` (send the key as
     `Authorization: Bearer`, for gateways), limits (`max_output_tokens` per reply,
-    `max_wall_time_s`, `max_total_tokens`), retry policy, `end_turn_nudges` (how often a model
+    `max_wall_time_s`, `max_total_tokens`), retry policy (`max_retries`, backoff from
+    `retry_base_delay_s` up to `retry_max_delay_s`, the service's Retry-After honoured up to
+    `max_retry_wait_s`, beyond which the run ends at once), `end_turn_nudges` (how often a model
     that stops without finishing is reminded), `prompt_caching`, and `on_text` (called on the
     event-loop thread with each streamed text fragment; keep it quick).
     """
@@ -91,6 +97,7 @@ class ApiPlanner(AsyncPlanner):
         max_retries: int = 6,
         retry_base_delay_s: float = 1.0,
         retry_max_delay_s: float = 30.0,
+        max_retry_wait_s: float = DEFAULT_MAX_RETRY_WAIT_S,
         request_timeout_s: float = 600.0,
         end_turn_nudges: int = 1,
         prompt_caching: bool = True,
@@ -104,6 +111,7 @@ class ApiPlanner(AsyncPlanner):
         check_positive("max_total_tokens", max_total_tokens)
         check_positive("retry_base_delay_s", retry_base_delay_s, optional=False)
         check_positive("retry_max_delay_s", retry_max_delay_s, optional=False)
+        check_positive("max_retry_wait_s", max_retry_wait_s, optional=False)
         check_positive("request_timeout_s", request_timeout_s, optional=False)
         key = api_key_from(api_key, api_key_env)
         self.model = model
@@ -117,6 +125,7 @@ class ApiPlanner(AsyncPlanner):
         self.max_retries = max_retries
         self.retry_base_delay_s = retry_base_delay_s
         self.retry_max_delay_s = retry_max_delay_s
+        self.max_retry_wait_s = max_retry_wait_s
         self.request_timeout_s = request_timeout_s
         self.end_turn_nudges = end_turn_nudges
         self.prompt_caching = prompt_caching
@@ -281,10 +290,18 @@ class _Run:
                     self.transcript.append(error.record())
                 if attempt >= self.p.max_retries or not retryable(error):
                     raise
-                delay = retry_delay(error, attempt, self.p.retry_base_delay_s, self.p.retry_max_delay_s)
+                asked = requested_wait(error)
+                if asked is not None and asked > self.p.max_retry_wait_s:
+                    # A gateway must not hold a run (and a robot waiting on it) for hours.
+                    reason = (f"the model service ({describe(error)}) asks to retry in {asked:g} s, more than the "
+                              f"{self.p.max_retry_wait_s:g} s the api planner waits (max_retry_wait_s); giving up")
+                    log.error("%s", reason)
+                    raise _Stop(PlannerStatus.ERROR, reason) from error
+                delay = asked if asked is not None else backoff_delay(
+                    attempt, self.p.retry_base_delay_s, self.p.retry_max_delay_s)
                 attempt += 1
-                log.warning("model request failed (%s); retry %d/%d in %.2f s",
-                            describe(error), attempt, self.p.max_retries, delay)
+                log.warning("model request failed (%s); retry %d/%d in %.2f s%s", describe(error), attempt,
+                            self.p.max_retries, delay, " (the service's Retry-After)" if asked is not None else "")
                 await asyncio.sleep(delay)
         self.turns += 1
         usage = message.usage

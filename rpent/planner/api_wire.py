@@ -74,16 +74,23 @@ def retryable(error: Exception) -> bool:
     return detail.get("type") in _RETRYABLE_ERROR_TYPES
 
 
-def retry_delay(error: Exception, attempt: int, base_delay_s: float, max_delay_s: float) -> float:
-    """The server's Retry-After if it sent one (at most 120 s), else jittered exponential backoff."""
+def requested_wait(error: Exception) -> float | None:
+    """The wait the service asked for before a retry (`retry-after-ms`, else `retry-after` seconds), if any."""
     response = getattr(error, "response", None)
-    if response is not None and response.status_code != 200:
-        headers = response.headers
-        for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-            try:
-                return min(float(headers[name]) * scale, 120.0)
-            except (KeyError, TypeError, ValueError):
-                pass
+    if response is None or response.status_code == 200:
+        return None
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        try:
+            wait = float(response.headers[name]) * scale
+        except (KeyError, TypeError, ValueError):
+            continue
+        if wait >= 0 and wait == wait:  # not NaN
+            return wait
+    return None
+
+
+def backoff_delay(attempt: int, base_delay_s: float, max_delay_s: float) -> float:
+    """Jittered exponential backoff, for failures the service gave no Retry-After for."""
     backoff = min(base_delay_s * 2**attempt, max_delay_s)
     return backoff * (0.75 + 0.25 * random.random())
 
