@@ -91,12 +91,12 @@ def test_run_policy_through_ros2_launch_and_the_stock_send_goal(tmp_path):
         try:
             # The cube lies between the arms: the right arm turns away first, or the left hand could not
             # come within the arms' minimum distance of it.
-            out, _ = send_goal("move_joints", {"arm": "right", "joints_rad": [-0.9, 0.0, 0.0, -1.57, 0.0, 1.57, 0.785]}
+            out, _ = send_goal("move_joints", {"arm": "right", "joints_rad": [-0.45, 0.0, 0.0, -1.57, 0.0, 1.57, 0.785]}
                                ).communicate(timeout=400)
             assert "Goal finished with status: SUCCEEDED" in out, out[-3000:]
-            cli = send_goal("run_policy", {"arm": "left", "instruction": "pick up the red cube", "max_steps": 400,
+            cli = send_goal("run_policy", {"arm": "left", "instruction": "pick up the red cube", "max_steps": 900, "max_duration_s": 400,
                                            "stop_when": ["gripper_closed"]})
-            out, _ = cli.communicate(timeout=400)
+            out, _ = cli.communicate(timeout=500)
             assert "Goal finished with status: SUCCEEDED" in out, out[-3000:]
             outcome = result_of(out)["action_result"]
             assert outcome["stopped"] == "gripper_closed" and outcome["grasped"] is True, outcome
