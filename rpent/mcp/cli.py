@@ -21,12 +21,12 @@ from typing import Any
 from rpent.robot import ConfigError, RobotNotFound, RobotSpec, load_robot
 from rpent.robot.discovery import robot_named_in
 from rpent.runner.logs import FanOutSink, ProgressSink, add_run_log, setup_console
-from rpent.runner.run import Terminated, describe_interruption
+from rpent.runner.run import Terminated, describe_interruption, exit_code_for
 from rpent.tools.record import open_segment
 
 log = logging.getLogger("rpent.mcp")
 
-EXIT_OK, EXIT_FAILED, EXIT_CONFIG = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_CONFIG = 0, 1, 2  # and 130 / 143 after SIGINT / SIGTERM, as rpent run
 
 DESCRIPTION = """\
 Serve a robot's tools to MCP clients (Claude Code, Codex, RobotAgent, any MCP client).
@@ -123,8 +123,10 @@ def _serve_robot(args: argparse.Namespace, spec: RobotSpec, module: Any, config:
     runtime_kwargs: dict[str, Any] = {}
     toolkit = None
     code = EXIT_OK
-    # SIGTERM ends the run like Ctrl-C (the robot is stopped and the record saved), not abruptly.
-    previous_term = signal.signal(signal.SIGTERM, _raise_interrupt) if _main_thread() else None
+    # SIGINT and SIGTERM end the server like Ctrl-C ends `rpent run` (the robot is stopped, the record
+    # saved, exit 130 or 143), also when started with SIGINT ignored (a script's `cmd &`), and over
+    # stdio, where asyncio's own SIGINT handling would wait for a stdin that never closes.
+    previous = {sig: signal.signal(sig, _raise_interrupt) for sig in (signal.SIGINT, signal.SIGTERM)} if _main_thread() else {}
     try:
         log.info("starting robot %s (record in %s) ...", spec.name, config.output_dir)
         # In stdio mode fd 1 is the MCP wire: whatever the robot's drivers print at start-up goes to stderr.
@@ -146,15 +148,16 @@ def _serve_robot(args: argparse.Namespace, spec: RobotSpec, module: Any, config:
         else:
             log.info("serving MCP over stdio")
             asyncio.run(serve_stdio(server))
-        log.info("MCP client gone; shutting down")
+        log.info("MCP client gone; shutting down" if not args.http else "MCP server stopped; shutting down")
     except KeyboardInterrupt as exc:
         log.warning("%s: stopping the robot and saving the record", describe_interruption(exc))
+        code = exit_code_for(exc)
     except Exception as exc:
         log.exception("serve-mcp failed: %s: %s", type(exc).__name__, exc)
         code = EXIT_FAILED
     finally:
-        if previous_term is not None:
-            signal.signal(signal.SIGTERM, previous_term)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         if sock is not None:
             sock.close()
         _shutdown(spec, toolkit, runtime_kwargs)
@@ -186,7 +189,7 @@ class _nothing:
 
 
 def _raise_interrupt(signum: int, frame: Any) -> None:
-    raise Terminated
+    raise Terminated if signum == signal.SIGTERM else KeyboardInterrupt
 
 
 def _main_thread() -> bool:

@@ -31,9 +31,14 @@ def rpent(*args: str, timeout: float = 120, env: dict[str, str] | None = None,
 class Running:
     """A started `rpent` command whose stderr and stdout lines can be waited for (bounded)."""
 
-    def __init__(self, *args: str, cwd: Path = REPO, env: dict[str, str] | None = None) -> None:
+    def __init__(self, *args: str, cwd: Path = REPO, env: dict[str, str] | None = None,
+                 sigint_ignored: bool = False, stdin: int | None = None) -> None:
+        """`sigint_ignored`: start it as a script's background job is started (`cmd &` in a
+        non-interactive shell), with SIGINT ignored; it still gets a `kill -INT`."""
+        preexec = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint_ignored else None
         self.proc = subprocess.Popen([sys.executable, "-m", "rpent", *args], cwd=cwd, env=env or rpent_env(),
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=stdin, text=True,
+                                     preexec_fn=preexec)
         self.lines: queue.Queue[str] = queue.Queue()
         self.seen: list[str] = []
         self._pumps = [threading.Thread(target=self._pump, args=(stream,), daemon=True)

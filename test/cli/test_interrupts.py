@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
 import urllib.request
 
 import pytest
@@ -45,10 +46,35 @@ def test_dashboard_ended_by_a_signal_exits_with_its_code(tmp_path, sig, code, re
     assert reason in run.output()
 
 
-@pytest.mark.parametrize(("sig", "reason"), [(signal.SIGINT, "interrupted (Ctrl-C)"), (signal.SIGTERM, "terminated (SIGTERM)")])
-def test_serve_mcp_says_which_signal_stopped_it(tmp_path, sig, reason):
-    run = Running("serve-mcp", "--robot", "toy", "--http", "--port", "0", "--output-dir", str(tmp_path / "mcp"))
+SIGNALS = [(signal.SIGINT, 130, "interrupted (Ctrl-C)"), (signal.SIGTERM, 143, "terminated (SIGTERM)")]
+
+
+@pytest.mark.parametrize("sigint_ignored", [False, True], ids=["from_a_terminal", "from_a_script"])
+@pytest.mark.parametrize(("sig", "code", "reason"), SIGNALS)
+def test_serve_mcp_over_http_exits_with_the_signal_code_and_says_which_signal(tmp_path, sig, code, reason,
+                                                                              sigint_ignored):
+    run = Running("serve-mcp", "--robot", "toy", "--http", "--port", "0", "--output-dir", str(tmp_path / "mcp"),
+                  sigint_ignored=sigint_ignored)
     run.wait_for("MCP server listening on http://127.0.0.1:")
-    assert run.signal_and_wait(sig) == 0, run.output()  # stopping is a server's normal end
+    assert run.signal_and_wait(sig) == code, run.output()  # as rpent run and the dashboard
     assert f"{reason}: stopping the robot" in run.output()
+    assert "MCP client gone" not in run.output()
     assert reason in (tmp_path / "mcp" / "run.log").read_text()
+
+
+@pytest.mark.parametrize("sigint_ignored", [False, True], ids=["from_a_terminal", "from_a_script"])
+@pytest.mark.parametrize(("sig", "code", "reason"), SIGNALS)
+def test_serve_mcp_over_stdio_exits_with_the_signal_code(tmp_path, sig, code, reason, sigint_ignored):
+    run = Running("serve-mcp", "--robot", "toy", "--output-dir", str(tmp_path / "mcp"), stdin=subprocess.PIPE,
+                  sigint_ignored=sigint_ignored)
+    run.wait_for("serving MCP over stdio")
+    assert run.signal_and_wait(sig) == code, run.output()
+    assert f"{reason}: stopping the robot" in run.output() and "MCP client gone" not in run.output()
+
+
+def test_serve_mcp_over_stdio_ends_with_0_when_the_client_leaves(tmp_path):
+    run = Running("serve-mcp", "--robot", "toy", "--output-dir", str(tmp_path / "mcp"), stdin=subprocess.PIPE)
+    run.wait_for("serving MCP over stdio")
+    run.proc.stdin.close()  # the client closed the pipe: a normal end
+    assert run.wait(60) == 0, run.output()
+    assert "MCP client gone" in run.output()
