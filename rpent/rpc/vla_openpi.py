@@ -49,7 +49,13 @@ def _bounded_policy_class() -> type:
             self._connect_timeout_s = connect_timeout_s
             self._infer_timeout_s = infer_timeout_s
             self._direct = direct
-            super().__init__(host=uri, api_key=api_key)
+            self._expired = threading.Event()
+            self._watchdog = _Watchdog(lambda: (self._expired.set(), self.abort()))
+            try:
+                super().__init__(host=uri, api_key=api_key)
+            except BaseException:
+                self._watchdog.close()
+                raise
 
         def _wait_for_server(self) -> tuple[Any, dict]:
             headers = {"Authorization": f"Api-Key {self._api_key}"} if self._api_key else None
@@ -78,19 +84,17 @@ def _bounded_policy_class() -> type:
             # One deadline for the send and the reply. A send has none of its own: to a server that
             # stops reading, it blocks once the socket buffers fill, so a watchdog cuts the socket.
             deadline = time.monotonic() + self._infer_timeout_s
-            expired = threading.Event()
-            watchdog = threading.Timer(self._infer_timeout_s, lambda: (expired.set(), self.abort()))
-            watchdog.daemon = True
-            watchdog.start()
+            self._expired.clear()
+            self._watchdog.arm(deadline)
             try:
                 self._ws.send(data)
                 response = self._ws.recv(timeout=max(deadline - time.monotonic(), 0.0))
             except Exception:
-                if expired.is_set():
+                if self._expired.is_set():
                     raise TimeoutError("infer deadline passed") from None
                 raise
             finally:
-                watchdog.cancel()
+                self._watchdog.disarm()
             if isinstance(response, str):
                 raise _ServerTraceback(response)
             return msgpack_numpy.unpackb(response)
@@ -103,6 +107,7 @@ def _bounded_policy_class() -> type:
                 pass  # already closed
 
         def close(self) -> None:
+            self._watchdog.close()
             self._ws.close()
 
         @property
@@ -110,6 +115,42 @@ def _bounded_policy_class() -> type:
             return self._ws.state is websockets.protocol.State.OPEN
 
     return BoundedWebsocketClientPolicy
+
+
+class _Watchdog:
+    """Calls `on_expiry` once an armed deadline passes; one thread for a connection's every call
+    (a timer thread per inference cost more than the rest of our client's overhead)."""
+
+    def __init__(self, on_expiry: Any) -> None:
+        self._on_expiry = on_expiry
+        self._deadline: float | None = None
+        self._closed = False
+        self._changed = threading.Condition()
+        threading.Thread(target=self._run, name="rpent-openpi-watchdog", daemon=True).start()
+
+    def arm(self, deadline: float) -> None:
+        with self._changed:
+            self._deadline = deadline
+            self._changed.notify()
+
+    def disarm(self) -> None:
+        with self._changed:
+            self._deadline = None
+
+    def close(self) -> None:
+        with self._changed:
+            self._closed = True
+            self._changed.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._changed:
+                while not self._closed and (self._deadline is None or self._deadline > time.monotonic()):
+                    self._changed.wait(None if self._deadline is None else self._deadline - time.monotonic())
+                if self._closed:
+                    return
+                self._deadline = None
+            self._on_expiry()
 
 
 class _ServerTraceback(Exception):

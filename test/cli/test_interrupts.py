@@ -8,7 +8,10 @@ import signal
 import subprocess
 import urllib.request
 
+import httpx
 import pytest
+
+from rpent.tools.steps import read_steps
 
 from .cli_support import Running
 
@@ -31,6 +34,33 @@ def test_run_interrupted_mid_call_exits_with_the_signal_code_and_records_it(tmp_
     assert result["status"] == "aborted" and result["stop_reason"] == reason
     assert reason in (out / "run.log").read_text()
     assert reason in run.output()
+    # The cancelled call reads as cancelled, never as ok, on the console and in its step line.
+    [line] = [line for line in run.output().splitlines() if " tool observe (" in line]
+    assert line.endswith(f") cancelled: {reason}"), run.output()
+    [step] = read_steps(out / "steps.jsonl")
+    assert step["status"] == "cancelled" and step["cancelled"] is True and step["error"] == f"cancelled: {reason}"
+
+
+def test_a_dashboard_task_cancelled_by_ctrl_c_reads_cancelled_on_the_console_and_in_its_record(tmp_path):
+    recipe = tmp_path / "long.jsonl"
+    recipe.write_text(LONG_CALL)
+    session = tmp_path / "session"
+    run = Running("run", "--robot", "toy", "--dashboard", "--port", "0", "--planner", "replay", "--recipe", str(recipe),
+                  "--output-dir", str(session))
+    url = run.wait_for("rpent dashboard: http://127.0.0.1:").split()[-1]
+    with httpx.Client(base_url=url, timeout=30) as client:
+        assert client.post("/api/tasks", json={"fields": {}}).status_code == 201
+        with client.stream("GET", "/api/events") as events:  # wait (bounded by the timeout) for the call to run
+            lines = events.iter_lines()
+            for event_line in lines:
+                if event_line == "event: tool_started" and '"observe"' in next(lines):
+                    break
+    assert run.signal_and_wait(signal.SIGINT) == 130, run.output()
+    [line] = [line for line in run.output().splitlines() if " tool observe (" in line]
+    assert ") cancelled: " in line and " error: " not in line and not line.endswith(" ok"), run.output()
+    [step] = read_steps(session / "task-001" / "steps.jsonl")
+    assert step["status"] == "cancelled" and step["cancelled"] is True and step["error"].startswith("cancelled: ")
+    assert line.endswith(step["error"])  # the console and the record say the same
 
 
 @pytest.mark.parametrize(("sig", "code", "reason"), [
