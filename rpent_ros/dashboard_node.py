@@ -23,9 +23,9 @@ from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
-from rpent.runner.run import EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, default_output_dir
 from rpent.dashboard.cli import serve_session
 from rpent.dashboard.session import DashboardSession, dashboard_of
+from rpent.runner.run import EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, default_output_dir
 from rpent_ros import node_main
 from rpent_ros.approval import serve_approvals
 from rpent_ros.logging_bridge import forward_python_logging

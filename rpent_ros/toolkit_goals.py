@@ -2,10 +2,12 @@
 call in the toolkit's scheduler, its cancel, its feedback and its final status (rpent_ros/goal_status.py).
 
 No executor thread waits for a call. A goal is submitted to the toolkit the moment it is accepted, so
-the toolkit's queue order is the acceptance order, and it is executed (rclpy's word for: its result is
-sent) from the call's done callback, when there is nothing left to wait for. Queued and running goals
-hold only their entry here, so cancels, services and new goals are always served. A goal's ROS status
-stays ACCEPTED until its call ends; its feedback stage says whether it is queued or running.
+the toolkit's queue order is the acceptance order, and its result is sent from the call's done
+callback, when there is nothing left to wait for. Queued and running goals hold only their entry
+here, so cancels, services and new goals are always served. On the status topic a goal is ACCEPTED
+while its call waits in the queue and EXECUTING from the moment the call runs until it ends
+(rpent_ros/goal_handles.py), as every stock client (rclpy, `ros2 action send_goal` and its Ctrl-C,
+rviz) expects; its feedback stage says the same in words.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from sensor_msgs.msg import CompressedImage
 from rpent.action import CallTool
 from rpent.tools import ToolCall, ToolResult
 from rpent.tools.result import describe_exception
+from rpent_ros import goal_handles
 from rpent_ros.conversions import GoalError, feedback_fields, parse_goal, result_fields
 from rpent_ros.goal_qos import MAX_GOALS, call_tool_server_qos
 from rpent_ros.goal_status import ABORTED, CANCELED, SUCCEEDED, done_message, goal_outcome
@@ -35,6 +38,16 @@ log = logging.getLogger(__name__)
 
 CANCEL_REASON = "ROS cancel request"
 FEEDBACK_HZ = 5.0  # while a call runs: ros2cli acts on Ctrl-C only when a message arrives (ros2/ros2cli#1063)
+# A goal's feedback follows its last status message by at least this long: rclpy's ActionClient
+# handles a feedback message before a status message taken in the same round, so feedback sent right
+# after EXECUTING would reach the client's callback while its goal handle still says ACCEPTED.
+STATUS_LEAD_S = 0.05
+# And a goal's status goes out a second time once this long after its acceptance: a client drops a
+# status message that arrives before it has handled the goal's response (several goals sent at once),
+# and the status topic keeps only the latest message, so a goal could read UNKNOWN to its client
+# until some goal's state changed; ros2 send_goal's Ctrl-C would then cancel nothing.
+REANNOUNCE_AFTER_S = STATUS_LEAD_S
+TICK_HZ = 20.0  # sends what waited for STATUS_LEAD_S; running goals repeat their feedback at FEEDBACK_HZ
 # A cancel answered ACCEPT moves the goal to CANCELING just after the cancel callback returns; a call
 # that ended inside that callback (a queued call is dropped at once) waits for that, never longer.
 _SETTLE_S = 5.0
@@ -51,8 +64,9 @@ class _NextTurn:
 class _Goal:
     """One accepted goal. `lock` guards what the toolkit's threads and the executor's share."""
 
-    __slots__ = ("call", "cancel", "cancel_reached", "handle", "lock", "message", "progress", "queued_said", "result",
-                 "running_since", "stage")
+    __slots__ = ("accepted_at", "call", "cancel", "cancel_reached", "confirmed", "handle", "lock", "message",
+                 "pending", "progress", "queued_said", "result", "running_since", "sent_at", "stage", "started",
+                 "status_at")
 
     def __init__(self, handle: ServerGoalHandle) -> None:
         self.handle = handle
@@ -65,6 +79,15 @@ class _Goal:
         self.stage, self.message, self.progress = "accepted", "", None
         self.queued_said = False  # "queued" goes out with a tick, once, if the call still waits then
         self.running_since: float | None = None
+        self.started = False  # EXECUTING on the status topic (its call ran)
+        self.accepted_at = self.status_at = time.monotonic()  # status_at: when its status last went out
+        self.confirmed = False  # its status went out again REANNOUNCE_AFTER_S after acceptance
+        self.pending = False  # a stage change waits to be sent (see STATUS_LEAD_S)
+        self.sent_at = 0.0  # when its last feedback went out
+
+    def may_send(self, now: float) -> bool:
+        """Feedback may go out now: its client has had the goal's status for STATUS_LEAD_S."""
+        return self.confirmed and now - self.status_at >= STATUS_LEAD_S
 
 
 class ToolkitGoals:
@@ -90,7 +113,7 @@ class ToolkitGoals:
         self.servers = [self._server("~/call_tool", None, group, qos)]
         self.servers += [self._server(f"~/tools/{name}", name, group, qos) for name in tool_names]
         # A group of its own: a slow pose reading (arms in runtime nodes) delays only the next tick.
-        self._ticker = node.create_timer(1.0 / FEEDBACK_HZ, self._tick, callback_group=MutuallyExclusiveCallbackGroup())
+        self._ticker = node.create_timer(1.0 / TICK_HZ, self._tick, callback_group=MutuallyExclusiveCallbackGroup())
         self._pose_failed = False
 
     def _server(self, name: str, served: str | None, group: ReentrantCallbackGroup, qos: dict[str, Any]) -> ActionServer:
@@ -125,6 +148,7 @@ class ToolkitGoals:
         goal = _Goal(handle)
         with self._lock:  # registered before the call exists: a cancel from now on finds it
             self._goals[bytes(handle.goal_id.uuid)] = goal
+        goal_handles.announce(handle)  # ACCEPTED, seen by clients (and cancellable by ros2 send_goal's Ctrl-C)
         try:
             parsed = parse_goal(handle.request.tool, handle.request.arguments_json, served_tool=served)
             call = self._toolkit().submit(parsed.tool, parsed.arguments, on_stage=partial(self._on_stage, goal))
@@ -154,19 +178,27 @@ class ToolkitGoals:
                 self._finish(goal, call.result())
             return
         with goal.lock:
+            now = time.monotonic()
             if stage == "running" and goal.running_since is None:
-                goal.running_since = time.monotonic()
+                goal.running_since = now
+                if goal_handles.start(goal.handle):
+                    goal.started, goal.status_at = True, now
             goal.stage, goal.message, goal.progress = stage, message, progress
-            # "queued" waits for the next tick: a call admitted at once (most reads) never says it.
+            # "queued" waits for a tick: a call admitted at once (most reads) never says it. Other stages
+            # go out at once, or with the first tick that may send them.
             if stage != "queued":
-                self._publish(goal, [])
+                if goal.may_send(now):
+                    self._publish(goal, [], now)
+                else:
+                    goal.pending = True
 
     def _finish(self, goal: _Goal, result: ToolResult) -> None:
         with goal.lock:
             if goal.result is not None:
                 return
             goal.result = result
-        goal.handle.execute()  # from whichever thread ended the call; _execute runs at once
+            started = goal.started
+        goal_handles.deliver(goal.handle, started)  # from whichever thread ended the call; _execute runs at once
 
     async def _execute(self, handle: ServerGoalHandle) -> CallTool.Result:
         key = bytes(handle.goal_id.uuid)
@@ -184,7 +216,7 @@ class ToolkitGoals:
             outcome = ABORTED  # ROS has no CANCELED without CANCELING first (never seen: see _SETTLE_S)
         with goal.lock:
             goal.stage, goal.message = "done", done_message(outcome, result.error)
-            self._publish(goal, [])
+            self._publish(goal, [], time.monotonic())
         fields = result_fields(result)
         message = CallTool.Result(
             is_error=fields["is_error"], error=fields["error"], result_json=fields["result_json"],
@@ -227,18 +259,24 @@ class ToolkitGoals:
 
     # ---- feedback ----------------------------------------------------------------------------
 
-    def _publish(self, goal: _Goal, poses: list[PoseStamped]) -> None:
+    def _publish(self, goal: _Goal, poses: list[PoseStamped], now: float) -> None:
         """Send the goal's current stage (call with goal.lock held, so a later stage never overtakes it)."""
-        elapsed = time.monotonic() - goal.running_since if goal.running_since is not None else 0.0
+        elapsed = now - goal.running_since if goal.running_since is not None else 0.0
         goal.handle.publish_feedback(CallTool.Feedback(
             **feedback_fields(goal.stage, goal.message, goal.progress), elapsed_s=elapsed, poses=poses))
+        goal.sent_at, goal.pending = now, False
 
     def _tick(self) -> None:
-        """Repeat the feedback of every running call (its stage changes are also sent as they happen),
-        and say "queued" once for calls that are still waiting."""
+        """Send each goal's status again once after its acceptance, then its stage changes that had to
+        wait, the feedback of every running call at FEEDBACK_HZ, and "queued" once for calls still waiting."""
+        now = time.monotonic()
         with self._lock:
-            due = [g for g in self._goals.values()
-                   if g.result is None and (g.running_since is not None or (g.stage == "queued" and not g.queued_said))]
+            goals = [g for g in self._goals.values() if g.result is None]
+        self._reannounce([g for g in goals if not g.confirmed and now - g.accepted_at >= REANNOUNCE_AFTER_S], now)
+        repeat = 1.0 / FEEDBACK_HZ
+        due = [g for g in goals if g.may_send(now) and (
+            (g.running_since is not None and (g.pending or now - g.sent_at >= repeat))
+            or (g.stage == "queued" and not g.queued_said))]
         if not due:
             return
         poses = self._read_poses() if any(g.running_since is not None for g in due) else []
@@ -247,10 +285,18 @@ class ToolkitGoals:
                 if goal.result is not None:  # its "done" feedback is sent with its status
                     continue
                 if goal.running_since is not None:
-                    self._publish(goal, poses)
+                    self._publish(goal, poses, now)
                 elif goal.stage == "queued" and not goal.queued_said:
-                    self._publish(goal, [])
+                    self._publish(goal, [], now)
                     goal.queued_said = True
+
+    @staticmethod
+    def _reannounce(goals: list[_Goal], now: float) -> None:
+        """One status message per server for all of `goals` (each lists every goal of its server)."""
+        goal_handles.announce_each_server([goal.handle for goal in goals])
+        for goal in goals:
+            with goal.lock:
+                goal.confirmed, goal.status_at = True, now
 
     def _read_poses(self) -> list[PoseStamped]:
         if self._poses is None:

@@ -276,9 +276,9 @@ def test_every_goal_ends_with_the_status_of_the_rule(ros, tmp_path):
     cancelled = goals.send("move_to", FAR)
     assert cancelled.wait_answered(10)
     moving(node.runtime_kwargs["world"])
+    wait_until(lambda: "running" in {fb.stage for _, fb in cancelled.feedback}, 5, "the running goal says so")
     assert goals.cancel(cancelled) == CancelGoal.Response.ERROR_NONE
     cases["cancelled"] = cancelled.wait_finished(30)
-    assert "running" in {fb.stage for _, fb in cancelled.feedback}
     expected = {"ran and returned": "SUCCEEDED", "cancelled": "CANCELED"}
     statuses = {case: goal.status_name for case, goal in cases.items()}
     assert statuses == {case: expected.get(case, "ABORTED") for case in cases}

@@ -1,0 +1,233 @@
+"""What the stock ROS tools see of a toolkit node's goals: the status topic tells the truth.
+
+A goal is ACCEPTED while its call waits in the toolkit's queue and EXECUTING from the moment its call
+runs until it ends, so rclpy's `ClientGoalHandle.status`, `ros2 topic echo .../_action/status` and
+`ros2 action send_goal`'s Ctrl-C (which cancels only goals it sees ACCEPTED or EXECUTING) work as
+they do against any action server. The clients here are rclpy's own ActionClient and the stock
+`ros2` command, not RosToolkit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+rclpy = pytest.importorskip("rclpy", reason="rclpy not importable: ROS 2 is not sourced")
+pytest.importorskip("rpent.action", reason="rpent interfaces not generated: colcon build this package and source it")
+
+from action_msgs.msg import GoalStatus, GoalStatusArray  # noqa: E402
+from rclpy.action import ActionClient  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.node import Node  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
+
+from rpent.action import CallTool  # noqa: E402
+from rpent.tools.steps import read_steps  # noqa: E402
+from rpent_ros.toolkit_node import ToolkitNode  # noqa: E402
+
+from .goals import wait_until  # noqa: E402
+
+pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(240)]
+FAR = {"x_m": 0.55, "y_m": 0.55}  # 0.37 m from the toy gripper's start: seconds at speed 0.05
+STATUS = {GoalStatus.STATUS_UNKNOWN: "UNKNOWN", GoalStatus.STATUS_ACCEPTED: "ACCEPTED",
+          GoalStatus.STATUS_EXECUTING: "EXECUTING", GoalStatus.STATUS_CANCELING: "CANCELING",
+          GoalStatus.STATUS_SUCCEEDED: "SUCCEEDED", GoalStatus.STATUS_CANCELED: "CANCELED",
+          GoalStatus.STATUS_ABORTED: "ABORTED"}
+
+
+def toy_toolkit(ros, tmp_path, speed):
+    return ros(ToolkitNode(parameter_overrides=[
+        Parameter("robot", value="toy"), Parameter("output_dir", value=str(tmp_path / "node")),
+        Parameter("speed", value=speed)]))
+
+
+class PlainClient:
+    """rclpy's own ActionClient on its own single-threaded executor, as a user's script would write it.
+
+    Goals are sent before the executor spins, so rclpy's send/filing race (FACTS.md) cannot bite.
+    Each feedback is recorded with the status the goal handle held when the feedback arrived.
+    """
+
+    def __init__(self, action: str) -> None:
+        self.node = Node("plain_status_client")
+        self.client = ActionClient(self.node, CallTool, action)
+        assert self.client.wait_for_server(timeout_sec=30), f"{action} did not appear"
+        self.executor = SingleThreadedExecutor()
+        self.executor.add_node(self.node)
+        self.seen: dict[str, list[tuple[str, str]]] = {}  # label -> [(feedback stage, status then)]
+        self.futures: dict[str, object] = {}
+
+    def send(self, label: str, arguments: dict) -> None:
+        seen = self.seen.setdefault(label, [])
+
+        def on_feedback(message) -> None:
+            future = self.futures[label]
+            # The goal response is handled before feedback taken in the same round, so the handle exists.
+            handle = future.result() if future.done() else None
+            status = STATUS[handle.status] if handle is not None else "no handle yet"
+            seen.append((message.feedback.stage, status))
+
+        goal = CallTool.Goal(tool="move_to", arguments_json=json.dumps(arguments))
+        self.futures[label] = self.client.send_goal_async(goal, feedback_callback=on_feedback)
+
+    def spin(self) -> threading.Thread:
+        thread = threading.Thread(target=self.executor.spin, daemon=True)
+        thread.start()
+        return thread
+
+    def handle(self, label: str, timeout_s: float = 30):
+        future = self.futures[label]
+        wait_until(future.done, timeout_s, f"goal response of {label}")
+        return future.result()
+
+    def result(self, label: str, timeout_s: float = 60):
+        result_future = self.handle(label).get_result_async()
+        wait_until(result_future.done, timeout_s, f"result of {label}")
+        return result_future.result()
+
+    def close(self) -> None:
+        self.executor.shutdown()
+        self.client.destroy()
+        self.node.destroy_node()
+
+
+def test_every_feedback_of_a_running_goal_sees_executing_and_a_queued_one_accepted(ros, tmp_path):
+    toy_toolkit(ros, tmp_path, speed=0.2)
+    statuses: list[dict[str, str]] = []
+    listener = ros(Node("status_listener"))
+    listener.create_subscription(
+        GoalStatusArray, "/toolkit/call_tool/_action/status",
+        lambda msg: statuses.append({bytes(s.goal_info.goal_id.uuid).hex(): STATUS[s.status] for s in msg.status_list}),
+        # Every message the server sends (the status topic's own profile keeps only the latest).
+        QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL))
+    client = PlainClient("/toolkit/call_tool")
+    try:
+        client.send("first", FAR)
+        client.send("second", {"x_m": 0.3, "y_m": 0.3})  # queued behind the first (both exclusive)
+        client.spin()
+        first, second = client.result("first"), client.result("second")
+        assert (STATUS[first.status], STATUS[second.status]) == ("SUCCEEDED", "SUCCEEDED")
+        running = [status for stage, status in client.seen["first"] if stage not in ("queued", "done")]
+        assert len(running) >= 3, client.seen["first"]  # ~1.9 s of motion at 5 Hz feedback
+        assert set(running) == {"EXECUTING"}, client.seen["first"]
+        queued = [status for stage, status in client.seen["second"] if stage == "queued"]
+        assert queued == ["ACCEPTED"], client.seen["second"]
+        later = [status for stage, status in client.seen["second"] if stage not in ("queued", "done")]
+        assert later and set(later) == {"EXECUTING"}, client.seen["second"]
+        # On the status topic (what `ros2 topic echo` and rviz read): the queued goal goes ACCEPTED,
+        # EXECUTING, SUCCEEDED; the first one ran at once, and the server keeps one status message, so
+        # its ACCEPTED may be replaced by EXECUTING before it is sent.
+        expected = {"first": (["EXECUTING", "SUCCEEDED"], ["ACCEPTED", "EXECUTING", "SUCCEEDED"]),
+                    "second": (["ACCEPTED", "EXECUTING", "SUCCEEDED"],)}
+        for label, allowed in expected.items():
+            key = bytes(client.handle(label).goal_id.uuid).hex()
+            sequence = [s[key] for s in statuses if key in s]
+            changes = [state for i, state in enumerate(sequence) if i == 0 or sequence[i - 1] != state]
+            assert changes in [list(a) for a in allowed], (label, sequence)
+    finally:
+        client.close()
+
+
+class StockSendGoal:
+    """`ros2 action send_goal ... --feedback` as a subprocess with SIGINT at its default disposition."""
+
+    def __init__(self, action: str, tool: str, arguments: dict, cwd: Path, env: dict | None = None) -> None:
+        goal = f"{{tool: {tool}, arguments_json: '{json.dumps(arguments)}'}}"
+        self.proc = subprocess.Popen(
+            ["ros2", "action", "send_goal", action, "rpent/action/CallTool", goal, "--feedback"],
+            cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+            env={**(env or os.environ), "PYTHONUNBUFFERED": "1"},  # lines as a terminal shows them
+        )
+        self.lines: list[str] = []
+        self.changed = threading.Condition()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            with self.changed:
+                self.lines.append(line)
+                self.changed.notify_all()
+
+    @property
+    def output(self) -> str:
+        with self.changed:
+            return "".join(self.lines)
+
+    def wait_for(self, text: str, timeout_s: float) -> None:
+        with self.changed:
+            found = self.changed.wait_for(lambda: text in "".join(self.lines) or self.proc.poll() is not None, timeout_s)
+        assert found and text in self.output, f"no {text!r} within {timeout_s} s:\n{self.output}"
+
+    def ctrl_c(self, timeout_s: float = 30) -> int:
+        os.kill(self.proc.pid, signal.SIGINT)
+        try:
+            return self.proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"still running {timeout_s} s after Ctrl-C:\n{self.output}") from None
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+@pytest.mark.skipif(shutil.which("ros2") is None, reason="the ros2 command is not on PATH")
+def test_ctrl_c_on_the_stock_send_goal_cancels_the_running_motion_of_the_toy(ros, tmp_path):
+    node = toy_toolkit(ros, tmp_path, speed=0.05)
+    world = node.runtime_kwargs["world"]
+    cli = StockSendGoal("/toolkit/call_tool", "move_to", FAR, cwd=tmp_path)
+    try:
+        cli.wait_for("stage: running", 60)
+        start = list(world.gripper_xyz)
+        wait_until(lambda: world.gripper_xyz != start, 10, "the toy arm moves")
+        code = cli.ctrl_c()
+        out = cli.output
+        assert "Canceling goal..." in out and "Goal canceled." in out, out
+        assert "Goal finished with status: CANCELED" in out, out
+        assert code == 0, out
+        assert world.stops == 1
+        assert world.gripper_xyz[:2] != [FAR["x_m"], FAR["y_m"]]  # stopped short of the target
+        steps = read_steps(tmp_path / "node" / "steps.jsonl")
+        assert steps[-1]["tool"] == "move_to" and steps[-1]["cancelled"], steps[-1]
+    finally:
+        cli.kill()
+
+
+@pytest.mark.skipif(shutil.which("ros2") is None, reason="the ros2 command is not on PATH")
+def test_ctrl_c_on_the_stock_send_goal_drops_a_queued_goal(ros, tmp_path):
+    node = toy_toolkit(ros, tmp_path, speed=0.05)
+    world = node.runtime_kwargs["world"]
+    # The motion through its own action, so the second client hears only its own goal's messages.
+    first = StockSendGoal("/toolkit/tools/move_to", "move_to", FAR, cwd=tmp_path)
+    try:
+        first.wait_for("stage: running", 60)
+        second = StockSendGoal("/toolkit/call_tool", "move_to", {"x_m": 0.1, "y_m": 0.1}, cwd=tmp_path)
+        try:
+            second.wait_for("stage: queued", 60)
+            # Ctrl-C as a person presses it, not while the client still handles the message it just
+            # printed: ros2cli spins inside its signal handler, and while the interrupted callback holds
+            # the node's (mutually exclusive) callback group that spin never reads the cancel's answer.
+            at = list(world.gripper_xyz)
+            wait_until(lambda: abs(world.gripper_xyz[0] - at[0]) > 0.01, 10, "the first motion goes on")
+            code = second.ctrl_c()
+            assert "Canceling goal..." in second.output and "Goal finished with status: CANCELED" in second.output, \
+                second.output
+            assert code == 0
+        finally:
+            second.kill()
+        assert world.stops == 0  # the running motion went on
+        first.wait_for("Goal finished with status: SUCCEEDED", 60)
+        steps = read_steps(tmp_path / "node" / "steps.jsonl")
+        assert [s["tool"] for s in steps] == ["move_to", "move_to"]
+        assert "cancelled before it started" in steps[0]["error"]
+        assert steps[1]["error"] is None
+    finally:
+        first.kill()
