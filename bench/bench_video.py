@@ -4,7 +4,7 @@ For toy-sized (160x160, the toy robot's top view) and camera-sized (640x480, a n
 scene) frames, prints:
 
 - throughput: frames/s the recorder encodes when fed as fast as it accepts frames, and bytes per frame;
-- on disk while open: frames fed at a real rate (50 Hz toy; 30 Hz and 3 Hz, the franka default, for
+- on disk while open: frames fed at a real rate (50 Hz toy; 30 Hz and 5 Hz, the franka default, for
   the camera) for a few seconds, then,
   before `close()`, how many of them a reader already decodes from the file and the seconds missing
   at its end (what a SIGKILL at that moment would lose).
@@ -93,7 +93,7 @@ def main() -> None:
     parser.add_argument("--frames", type=int, default=600, help="frames per throughput run (default 600)")
     parser.add_argument("--live-s", type=float, default=3.0, help="seconds fed at a real rate (default 3)")
     args = parser.parse_args()
-    for name, make, rates in (("toy 160x160", toy_frames, (50.0,)), ("camera 640x480", camera_frames, (30.0, 3.0))):
+    for name, make, rates in (("toy 160x160", toy_frames, (50.0,)), ("camera 640x480", camera_frames, (30.0, 5.0))):
         frames = make(args.frames)
         fps, bytes_per_frame, dropped = throughput(frames)
         print(f"{name}: throughput {fps:.0f} frames/s, {bytes_per_frame:.0f} B/frame, dropped {dropped}")

@@ -142,18 +142,18 @@ def frame_store(state: dict[str, Any]) -> FrameStore:
 
 
 def observe_cameras(
-    runtime: FrankaRuntime, store: FrameStore, step: int, tool: str, first_image_index: int = 0
-) -> tuple[list[dict[str, Any]], list[bytes]]:
+    runtime: FrankaRuntime, store: FrameStore, step: int, tool: str
+) -> tuple[list[dict[str, Any]], dict[str, bytes]]:
     """One frame per camera, in the runtime's camera order: its description (name, size, depth,
-    back_project, step) and the PNG of exactly those pixels; depth and pose kept in `store`."""
+    back_project, step) and {camera name: the PNG of exactly those pixels}; depth and pose kept in `store`."""
     frames = [capture_frame(cam) for cam in runtime.cameras]
-    pngs = [encode_png(frame.rgb) for frame in frames]
-    return store.record(step, tool, frames, first_image_index), pngs
+    pngs = {frame.camera: encode_png(frame.rgb) for frame in frames}
+    return store.record(step, tool, frames), pngs
 
 
 def capture_images(ctx: Ctx) -> ToolResult:
     cameras, pngs = observe_cameras(ctx.robot, frame_store(ctx.state), ctx.call_id, ctx.tool_name)
-    return ToolResult(data={"cameras": cameras}, images=pngs)
+    return ToolResult(data={"cameras": cameras}, images=list(pngs.values()), image_names=list(pngs))
 
 
 class BackProjectError(ValueError):

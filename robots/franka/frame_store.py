@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from rpent.runtime.camera import CameraFrame, Intrinsics
+from rpent.tools.images import image_file_name, image_labels
 
 DEPTH_FOLDER = "depth"
 KEEP_STEPS = 16
@@ -80,11 +81,12 @@ class FrameStore:
         self._steps: OrderedDict[int, dict[str, _Index]] = OrderedDict()
         self._in_memory: OrderedDict[int, None] = OrderedDict()
 
-    def record(self, step: int, tool: str, frames: Sequence[CameraFrame], first_image_index: int = 0) -> list[dict[str, Any]]:
-        """Keep `frames` (the images of call `step` of `tool`, numbered from `first_image_index` as the
-        toolkit names their PNGs) and return their descriptions, in the same order."""
+    def record(self, step: int, tool: str, frames: Sequence[CameraFrame]) -> list[dict[str, Any]]:
+        """Keep `frames` (the images of call `step` of `tool`, one per camera) and return their
+        descriptions, in the same order; depth files are named as the toolkit names the PNGs."""
         stored = {}
-        for offset, frame in enumerate(frames):
+        labels = image_labels([frame.camera for frame in frames], len(frames))
+        for frame, label in zip(frames, labels, strict=True):
             kept = StoredFrame(
                 camera=frame.camera,
                 step=step,
@@ -98,7 +100,7 @@ class FrameStore:
             )
             path = None
             if self._folder is not None and kept.depth_m is not None:
-                stem = Path(self._file_name(f"{step:05d}_{tool}_{first_image_index + offset}.png")).stem
+                stem = Path(self._file_name(image_file_name(step, tool, label))).stem
                 path = self._folder / f"{stem}.npz"
                 _write_new(path, _npz_bytes(kept))
             stored[kept.camera] = _Index(kept, path)

@@ -15,7 +15,9 @@ from __future__ import annotations
 import logging
 import math
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -109,25 +111,31 @@ def target_pose(
 
 @contextmanager
 def filming(ctx: ToolContext[FrankaRuntime]) -> Iterator[None]:
-    """Record the first camera into the episode video while a motion runs, at `runtime.video_fps`.
+    """Record every camera into the episode video while a motion runs, at `runtime.video_fps`
+    frames a second: one tiled, labelled frame of all cameras each time (rpent.tools.video_tiles).
 
-    Frames are rendered on a side thread so the motion's wait (and its cancellation) never waits
-    for a render.
+    The cameras are captured together on a side thread (each renders or grabs on its own), so the
+    motion's wait (and its cancellation) never waits for a picture. Frames are due at fixed times;
+    one that is late (a slow render) is taken at once and the next is due a period later.
     """
-    cameras = ctx.robot.cameras
+    cameras = list(ctx.robot.cameras)
     fps = getattr(ctx.robot, "video_fps", 0.0)
     if not cameras or fps <= 0:
         yield
         return
     stop = threading.Event()
+    pool = ThreadPoolExecutor(max_workers=len(cameras), thread_name_prefix="rpent-filming")
 
     def sample() -> None:
+        due = time.monotonic()
         while not stop.is_set():
             try:
-                ctx.record_frame(cameras[0].capture())
+                pictures = [pool.submit(camera.capture) for camera in cameras]
+                ctx.record_frame({camera.name: picture.result() for camera, picture in zip(cameras, pictures, strict=True)})
             except Exception:  # a camera hiccup must not disturb the motion
                 return
-            stop.wait(1.0 / fps)
+            due = max(due + 1.0 / fps, time.monotonic())
+            stop.wait(max(0.0, due - time.monotonic()))
 
     thread = threading.Thread(target=sample, name="rpent-filming", daemon=True)
     thread.start()
@@ -136,6 +144,7 @@ def filming(ctx: ToolContext[FrankaRuntime]) -> Iterator[None]:
     finally:
         stop.set()
         thread.join(timeout=2.0)
+        pool.shutdown(wait=False)
 
 
 def execute(ctx: ToolContext[FrankaRuntime], plans: Sequence[PlannedMotion]) -> list[dict[str, Any]]:

@@ -54,8 +54,9 @@ class FrankaSpec(RobotSpec):
         group.add_argument("--safety-file", help="safety envelope YAML (default: the one the deployment YAML names)")
         group.add_argument("--approve-motions", action="store_true",
                            help="every motion waits for the operator's approval (dashboard, or y/n on this terminal)")
-        group.add_argument("--video-fps", type=float, default=3.0,
-                           help="frames per second of the first camera recorded during motions (0: none; default 3)")
+        group.add_argument("--video-fps", type=float, default=5.0,
+                           help="frames per second of episode.mp4 during motions, every camera tiled and labelled "
+                                "in each frame (0: none; default 5)")
         group.add_argument("--target-object", default="cube", help="sim object whose lift counts as solved (default cube)")
         group.add_argument("--vla-endpoint", metavar="ws://HOST:PORT",
                            help="openpi policy server (serve_policy.py --env=DROID) for run_policy "
@@ -94,7 +95,7 @@ class FrankaSpec(RobotSpec):
     def parse_config(self, args: argparse.Namespace) -> RunConfig:
         franka = self.deployment(args)
         require_approval = franka.safety().default.require_approval  # init_runtime needs it
-        video_fps = getattr(args, "video_fps", 3.0)
+        video_fps = getattr(args, "video_fps", 5.0)
         if not 0 <= video_fps <= 30:
             raise ConfigError(f"--video-fps: must be between 0 and 30, got {video_fps}")
         sim, sim_seed = bool(getattr(args, "sim", False)), getattr(args, "sim_seed", None)

@@ -36,7 +36,7 @@ class FrankaRuntime:
     safety: SafetyConfig
     sim: FrankaSim | None = None
     approval: ApprovalChannel | None = None
-    # Frames per second of the first camera recorded into the episode video during motions (0: none).
+    # Frames per second of the episode video during motions, every camera tiled in each frame (0: none).
     video_fps: float = 0.0
     # Per arm, the openpi policy run_policy drives it with (robots.franka.policy_loop); none without vla_endpoint.
     policies: dict[str, Any] = field(default_factory=dict)

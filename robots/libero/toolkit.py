@@ -45,7 +45,7 @@ class LiberoToolkit(Toolkit):
 
     def _capture_observation(
         self, *, command: Command, result: ToolResult, elapsed_s: float
-    ) -> tuple[dict[str, Any], list[bytes]]:
+    ) -> tuple[dict[str, Any], dict[str, bytes]]:
         robot = self.robot
         with robot.lock:
             robot.ensure_started()
@@ -56,10 +56,8 @@ class LiberoToolkit(Toolkit):
                 **robot.pose(),
                 "episode_steps": robot.episode_steps,
             }
-            images = [
-                encode_png(robot.render("agentview", self.observation_image_px)),
-                encode_png(robot.render("robot0_eye_in_hand", self.observation_image_px)),
-            ]
+            images = {camera: encode_png(robot.render(camera, self.observation_image_px))
+                      for camera in ("agentview", "robot0_eye_in_hand")}
             self._observations += 1
             if self.state_output_dir is not None:
                 self._save_sim_state(command)

@@ -289,7 +289,7 @@ def capture_images(
     """
     names = list(cameras or ["agentview", "robot0_eye_in_hand"])
     images = [encode_png(ctx.robot.render(name, size_px)) for name in names]
-    return ToolResult(data={"cameras": names, "size_px": size_px}, images=images)
+    return ToolResult(data={"cameras": names, "size_px": size_px}, images=images, image_names=names)
 
 
 @tool
@@ -323,7 +323,8 @@ def segment(camera: Camera = "agentview", size_px: ImageSize = 256, *, ctx: Tool
             "bbox_px": [int(u.min()), int(v.min()), int(u.max()), int(v.max())],
         }
         images.append(encode_png(mask.astype(np.uint8) * 255))
-    return ToolResult(data={"camera": camera, "size_px": size_px, "objects": objects}, images=images)
+    return ToolResult(data={"camera": camera, "size_px": size_px, "objects": objects}, images=images,
+                      image_names=[camera, *(f"{camera}-mask-{name}" for name in objects)])
 
 
 def _attempt_fields(ctx: ToolContext[LiberoRobot]) -> dict[str, Any]:

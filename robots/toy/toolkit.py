@@ -20,10 +20,10 @@ class ToyToolkit(Toolkit):
 
     def _capture_observation(
         self, *, command: Command, result: ToolResult, elapsed_s: float
-    ) -> tuple[dict[str, Any], list[bytes]]:
+    ) -> tuple[dict[str, Any], dict[str, bytes]]:
         observation = {"action": command.name, "action_result": result.data, "elapsed_s": round(elapsed_s, 3)}
         observation.update(self.robot.state())
-        return observation, [encode_png(self.robot.render_top())]
+        return observation, {"top": encode_png(self.robot.render_top())}
 
     def solved(self) -> bool | None:
         return self.robot.in_bin(self.target_block)

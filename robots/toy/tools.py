@@ -63,7 +63,7 @@ def get_state(*, ctx: ToolContext[ToyWorld]) -> dict[str, Any]:
 @readonly
 def capture_image(*, ctx: ToolContext[ToyWorld]) -> ToolResult:
     """Take a top-down picture of the table (x to the right, y downwards)."""
-    return ToolResult(data={"camera": "top"}, images=[encode_png(ctx.robot.render_top())])
+    return ToolResult(data={"camera": "top"}, images=[encode_png(ctx.robot.render_top())], image_names=["top"])
 
 
 @tool
@@ -76,7 +76,8 @@ def observe(duration_s: Annotated[float, Field(gt=0.0, le=10.0)] = 1.0, *, ctx: 
     """
     ctx.wait_cancelled(duration_s)
     ctx.check_cancelled()
-    return ToolResult(data={"watched_s": duration_s, "camera": "top"}, images=[encode_png(ctx.robot.render_top())])
+    return ToolResult(data={"watched_s": duration_s, "camera": "top"}, images=[encode_png(ctx.robot.render_top())],
+                      image_names=["top"])
 
 
 finish = make_finish_tool()

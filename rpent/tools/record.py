@@ -6,7 +6,7 @@ and result replaced, an old step's image name pointing at the new run's picture.
 continued only when asked (`resume=True`, the CLI's `--resume`): the run becomes the next segment,
 which appends to the shared logs (steps.jsonl lines carry their segment; run.log gets a header) and
 names every file of its own with `-N` before the extension (episode-2.mp4, result-2.json,
-images/00002_move_to_0-2.png), so nothing earlier is overwritten.
+images/00002_move_to_front-2.png), so nothing earlier is overwritten.
 
 `segments.jsonl` in the record is the ledger, appended under an exclusive lock on the directory (so
 of two runs opening one empty directory, one gets it and the other is refused, and concurrent

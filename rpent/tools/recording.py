@@ -1,5 +1,8 @@
 """Episode video and per-action clips: frames from `ctx.record_frame` encoded to H.264 MP4 with PyAV.
 
+A frame is one picture, or a mapping of camera name to picture: then the video shows every camera
+that was recorded, tiled and labelled with its name (rpent.tools.video_tiles).
+
 Encoding runs on one background thread so a motion tool never waits for the encoder. The MP4 is
 fragmented (an empty moov first, then one fragment per frame) and each fragment goes to the OS as it
 is made, so a video cut off by a crash or SIGKILL plays up to its last frame or so: a killed process
@@ -14,6 +17,7 @@ import os
 import queue
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -22,6 +26,7 @@ import av
 import numpy as np
 
 from rpent.tools.record import segment_file_name
+from rpent.tools.video_tiles import Tiler
 
 log = logging.getLogger(__name__)
 
@@ -32,9 +37,9 @@ _STOP = object()
 
 @dataclass
 class _Frame:
-    target: str
-    rgb: np.ndarray
-    t: float
+    targets: tuple[str, ...]  # "episode" and/or a clip
+    views: np.ndarray | dict[str, np.ndarray]
+    t: float  # < 0: the end of the clip targets[0]
 
 
 class _DurableFile:
@@ -129,6 +134,14 @@ class _Mp4:
             self._file.close()
 
 
+def _checked(rgb: np.ndarray) -> np.ndarray:
+    array = np.asarray(rgb)
+    if array.dtype != np.uint8 or array.ndim != 3 or array.shape[2] not in (3, 4):
+        raise ValueError(f"record_frame: rgb must be an HxWx3 uint8 array, got {array.dtype} {array.shape}")
+    # A copy: the caller may reuse its render buffer. The encoder never mutates, so one copy serves all targets.
+    return array.copy()
+
+
 class VideoRecorder:
     """Collects frames for `episode.mp4` and optional per-call clips; thread-safe."""
 
@@ -143,6 +156,7 @@ class VideoRecorder:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._closed = False
+        self._tiler: Tiler | None = None  # the layout of camera views, fixed by the first tiled frame
         self.dropped = 0
 
     @property
@@ -152,26 +166,23 @@ class VideoRecorder:
     def _clip_file(self, clip: str) -> Path:
         return self.output_dir / "clips" / segment_file_name(f"{clip}.mp4", self.segment)
 
-    def add(self, rgb: np.ndarray, clip: str | None = None) -> None:
-        array = np.asarray(rgb)
-        if array.dtype != np.uint8 or array.ndim != 3 or array.shape[2] not in (3, 4):
-            raise ValueError(f"record_frame: rgb must be an HxWx3 uint8 array, got {array.dtype} {array.shape}")
+    def add(self, rgb: np.ndarray | Mapping[str, np.ndarray], clip: str | None = None) -> None:
+        """One frame: a picture, or {camera name: picture} for a tiled, labelled frame of every camera."""
+        views = {str(k): _checked(v) for k, v in rgb.items()} if isinstance(rgb, Mapping) else _checked(rgb)
+        if isinstance(views, dict) and not views:
+            raise ValueError("record_frame: a mapping of camera views needs at least one camera")
         with self._lock:
             if self._closed:
                 return
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="rpent-video", daemon=True)
                 self._thread.start()
-        now = time.monotonic()
-        # Copy: the caller may reuse its render buffer. The encoder never mutates, so one copy serves both.
-        frame = array.copy()
-        self._put(_Frame("episode", frame, now))
-        if clip is not None and self.clips:
-            self._put(_Frame(clip, frame, now))
+        targets = ("episode", clip) if clip is not None and self.clips else ("episode",)
+        self._put(_Frame(targets, views, time.monotonic()))
 
     def end_clip(self, clip: str) -> None:
         if self.clips and self._thread is not None:
-            self._put(_Frame(clip, np.empty((0, 0, 3), np.uint8), -1.0))
+            self._put(_Frame((clip,), np.empty((0, 0, 3), np.uint8), -1.0))
 
     def _put(self, item: _Frame) -> None:
         try:
@@ -189,20 +200,26 @@ class VideoRecorder:
             try:
                 self._handle(item)
             except Exception:
-                log.exception("video encoding failed for %s", item.target)
+                log.exception("video encoding failed for %s", ", ".join(item.targets))
 
     def _handle(self, item: _Frame) -> None:
         if item.t < 0:  # end of a clip
-            writer = self._writers.pop(item.target, None)
+            writer = self._writers.pop(item.targets[0], None)
             if writer is not None:
                 writer.close()
-                self._finished_clips[item.target] = writer.path
+                self._finished_clips[item.targets[0]] = writer.path
             return
-        writer = self._writers.get(item.target)
-        if writer is None:
-            path = self.episode_path if item.target == "episode" else self._clip_file(item.target)
-            writer = self._writers[item.target] = _Mp4(path, item.rgb.shape[1], item.rgb.shape[0])
-        writer.add(item.rgb, item.t)
+        rgb = item.views
+        if isinstance(rgb, dict):  # tiled here, on the encoder's thread: the robot's never waits for it
+            if self._tiler is None:
+                self._tiler = Tiler.for_views(rgb)
+            rgb = self._tiler.compose(rgb)
+        for target in item.targets:
+            writer = self._writers.get(target)
+            if writer is None:
+                path = self.episode_path if target == "episode" else self._clip_file(target)
+                writer = self._writers[target] = _Mp4(path, rgb.shape[1], rgb.shape[0])
+            writer.add(rgb, item.t)
 
     def clip_path(self, clip: str) -> Path | None:
         return self._clip_file(clip) if self.clips else None

@@ -86,3 +86,26 @@ def test_recorder_without_frames_writes_no_video(tmp_path: Path) -> None:
     recorder = VideoRecorder(tmp_path, clips=True)
     assert recorder.close() is None
     assert not list(tmp_path.iterdir())
+
+
+def test_views_of_several_cameras_become_one_labelled_grid_whose_layout_the_first_frame_fixes(tmp_path: Path) -> None:
+    import av
+
+    recorder = VideoRecorder(tmp_path)
+    red, green, blue = (np.full((120, 160, 3), colour, np.uint8) for colour in ((200, 0, 0), (0, 200, 0), (0, 0, 200)))
+    recorder.add({"front": red, "top": green, "wrist": blue})
+    recorder.add({"top": blue})  # front and wrist keep their last picture
+    recorder.add({"front": red, "elbow": green})  # a camera the first frame did not have is left out
+    path = recorder.close()
+    assert path is not None
+    with av.open(str(path)) as container:
+        frames = [f.to_ndarray(format="rgb24") for f in container.decode(video=0)]
+    assert len(frames) == 3 and frames[0].shape == (240, 320, 3)  # 2 x 2 tiles of 160 x 120
+    def tile(frame: np.ndarray, index: int) -> np.ndarray:  # below its label
+        row, column = divmod(index, 2)
+        return frame[row * 120 + 40 : (row + 1) * 120, column * 160 : (column + 1) * 160].reshape(-1, 3).mean(axis=0)
+    assert np.allclose(tile(frames[0], 0), (200, 0, 0), atol=12) and np.allclose(tile(frames[0], 1), (0, 200, 0), atol=12)
+    assert np.allclose(tile(frames[1], 1), (0, 0, 200), atol=12) and np.allclose(tile(frames[1], 2), (0, 0, 200), atol=12)
+    assert np.allclose(tile(frames[2], 1), (0, 0, 200), atol=12)  # not the unknown elbow camera's green
+    label = frames[0][:14, :30]  # "front", white on black, over its tile's top-left corner
+    assert (label.min(axis=2) > 200).any() and (label.max(axis=2) < 40).mean() > 0.5

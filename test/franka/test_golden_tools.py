@@ -93,8 +93,8 @@ def _contract() -> dict[str, Any]:
             "observation_fields": OBSERVATION_FIELDS,
             "camera_entry_fields": CAMERA_ENTRY_FIELDS,
             "image_order": image_order,
-            "image_path_pattern": "images/<call_id:05d>_<tool>_<index>.png",
-            "depth_path_pattern": "depth/<call_id:05d>_<tool>_<index>.npz",
+            "image_path_pattern": "images/<call_id:05d>_<tool>_<camera>.png",
+            "depth_path_pattern": "depth/<call_id:05d>_<tool>_<camera>.npz",
         }
     return json.loads(json.dumps(contract))
 

@@ -64,7 +64,7 @@ def test_capture_images_returns_one_png_per_camera_in_order(toolkit: FrankaToolk
         for name in ("front", "top", "wrist")
     ]}  # fmt: skip
     assert [decode_png(png).shape for png in result.images] == [(240, 320, 3)] * 3
-    assert [Path(p).name.split("_", 1)[1] for p in result.image_paths] == [f"capture_images_{i}.png" for i in range(3)]
+    assert [Path(p).name.split("_", 1)[1] for p in result.image_paths] == [f"capture_images_{c}.png" for c in ("front", "top", "wrist")]
     assert all(Path(p).is_file() for p in result.image_paths)
 
 

@@ -1,7 +1,7 @@
 """SIGKILL of `rpent run --robot franka --sim` mid-pick: the episode video still plays.
 
-The franka films at its default 3 frames/s, the rate at which an encoder that holds frames back loses
-the most. Each kill is a fresh run (the simulator lives in the runner's process and dies with it),
+The franka films at its default 5 frames/s (every camera, tiled in one frame): a low rate, at which
+an encoder that holds frames back loses the most. Each kill is a fresh run (the simulator lives in the runner's process and dies with it),
 killed at a seeded random moment once the first motion (home) has ended. Frames are filmed while a
 motion runs, from the start of home until the kill or the end of the last motion, and not while the
 observation after a motion is taken: run.log marks when each observation began, steps.jsonl when the
@@ -26,8 +26,8 @@ from rpent.tools.steps import read_steps
 
 ROOT = Path(__file__).resolve().parents[2]
 PICK = ROOT / "robots" / "franka" / "recipes" / "pick_cube.jsonl"
-FPS = 3.0  # the franka's default --video-fps
-# A crash loses at most the last second, plus the wait for the next 3 Hz frame and scheduling slack.
+FPS = 5.0  # the franka's default --video-fps
+# A crash loses at most the last second, plus the wait for the next 5 Hz frame and scheduling slack.
 MAX_LOST_S = 1.0 + 1.0 / FPS + 0.5
 # A frame reaches the file when the next one is filmed: a kill this long after the first frame leaves a playable file.
 PLAYABLE_AFTER_S = 0.5 + 1.0 / FPS

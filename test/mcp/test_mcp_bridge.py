@@ -114,7 +114,7 @@ def test_without_images_the_text_still_names_the_png_files(toolkit: ToyToolkit) 
 
     result = run(main())
     assert [c.type for c in result.content] == ["text"]
-    assert "images/00001_capture_image_0.png" in text_of(result)
+    assert "images/00001_capture_image_top.png" in text_of(result)
 
 
 def test_bad_arguments_are_an_error_result_naming_the_field_and_nothing_moves(toolkit: ToyToolkit,

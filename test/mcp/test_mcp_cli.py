@@ -111,7 +111,7 @@ def test_http_on_port_0_reports_the_bound_url_and_sigterm_saves_the_record(tmp_p
         server.stop()
     assert server.proc.stdout is not None and server.proc.stdout.read() == ""  # logs never go to stdout
     assert [s["tool"] for s in read_steps(out)] == ["capture_image"]
-    assert (out / "images" / "00001_capture_image_0.png").is_file()
+    assert (out / "images" / "00001_capture_image_top.png").is_file()
 
 
 @pytest.mark.slow

@@ -116,7 +116,7 @@ def test_agent_drives_the_toy_robot_to_a_finish_and_sees_its_images(model_server
     assert image["type"] == "image" and image["source"]["media_type"] == "image/png"
     assert base64.b64decode(image["source"]["data"]).startswith(PNG_SIGNATURE)
     after_capture = tool_results(requests[TOY_SOLUTION_NAMES.index("capture_image") + 1])[0]
-    assert "images/00008_capture_image_0.png" in after_capture["content"][0]["text"]
+    assert "images/00008_capture_image_top.png" in after_capture["content"][0]["text"]
 
     # disconnect() closed the session: the server shut down cleanly (its record is complete).
     assert (out / "episode.mp4").is_file()

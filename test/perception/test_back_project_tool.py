@@ -82,10 +82,10 @@ def test_capture_images_describes_each_image_in_image_order(kit: FrankaToolkit) 
     assert [(c["depth"], c["back_project"]) for c in cameras] == [(True, True), (False, False), (True, False)]
     assert [decode_png(png).shape for png in result.images] == [(H, W, 3)] * 3
     step = cameras[0]["step"]
-    assert [Path(p).name for p in result.image_paths] == [f"{step:05d}_capture_images_{i}.png" for i in range(3)]
+    assert [Path(p).name for p in result.image_paths] == [f"{step:05d}_capture_images_{c}.png" for c in ("depthcam", "usb", "nocal")]
     # Depth is kept beside the image it belongs to; the colour-only camera has none.
     assert sorted(p.name for p in (kit.output_dir / "depth").iterdir()) == [
-        f"{step:05d}_capture_images_0.npz", f"{step:05d}_capture_images_2.npz",
+        f"{step:05d}_capture_images_depthcam.npz", f"{step:05d}_capture_images_nocal.npz",
     ]  # fmt: skip
 
 
@@ -106,7 +106,7 @@ def test_an_observation_lists_its_cameras_with_the_call_id_as_step(kit: FrankaTo
     assert result.error is None, result.error
     cameras = result.data["cameras"]
     step = cameras[0]["step"]
-    assert Path(result.image_paths[0]).name == f"{step:05d}_recover_0.png"
+    assert Path(result.image_paths[0]).name == f"{step:05d}_recover_depthcam.png"
     assert kit.execute_tool("back_project", {"camera": "depthcam", "row": 30, "col": 40, "step": step}).data["step"] == step
 
 

@@ -48,11 +48,11 @@ def test_evicted_steps_are_read_back_from_disk_with_segment_names(tmp_path: Path
     folder = tmp_path / "depth"
     store = FrameStore(folder, lambda name: segment_file_name(name, 2), keep=2)
     for step in (1, 2, 3):
-        store.record(step, "move_to", [_frame("front", float(step), pose_x=step / 10)], first_image_index=1)
-    assert sorted(p.name for p in folder.iterdir()) == [f"0000{s}_move_to_1-2.npz" for s in (1, 2, 3)]
+        store.record(step, "move_to", [_frame("front", float(step), pose_x=step / 10)])
+    assert sorted(p.name for p in folder.iterdir()) == [f"0000{s}_move_to_front-2.npz" for s in (1, 2, 3)]
     old = store.get("front", 1)  # no longer in memory
     assert float(old.depth_m[3, 4]) == 1.0 and old.T_base_camera[0, 3] == pytest.approx(0.1)
-    saved = np.load(folder / "00001_move_to_1-2.npz")
+    saved = np.load(folder / "00001_move_to_front-2.npz")
     assert np.allclose(saved["K"], K.matrix()) and str(saved["base_frame"]) == "arm_link0"
 
 
@@ -61,7 +61,7 @@ def test_a_depth_file_is_never_replaced(tmp_path: Path) -> None:
     FrameStore(folder).record(1, "move_to", [_frame("front", 1.0)])
     with pytest.raises(FileExistsError):
         FrameStore(folder).record(1, "move_to", [_frame("front", 2.0)])
-    assert int(np.load(folder / "00001_move_to_0.npz")["depth"][0, 0]) == 10000  # 0.1 mm units
+    assert int(np.load(folder / "00001_move_to_front.npz")["depth"][0, 0]) == 10000  # 0.1 mm units
 
 
 def test_depth_on_disk_keeps_a_tenth_of_a_millimetre_and_no_reading_stays_none(tmp_path: Path) -> None:

@@ -177,13 +177,13 @@ def _mcp_session(out: Path, *extra: str) -> list[str]:
 def test_serve_mcp_resume_adds_a_segment_whose_images_are_its_own(tmp_path):
     out = tmp_path / "served"
     first = _mcp_session(out)
-    picture = (out / "images" / "00001_capture_image_0.png").read_bytes()
+    picture = (out / "images" / "00001_capture_image_top.png").read_bytes()
     second = _mcp_session(out, "--resume")
-    assert "00001_capture_image_0.png" in first[0] and "00001_capture_image_0-2.png" in second[0]
-    assert (out / "images" / "00001_capture_image_0.png").read_bytes() == picture
+    assert "00001_capture_image_top.png" in first[0] and "00001_capture_image_top-2.png" in second[0]
+    assert (out / "images" / "00001_capture_image_top.png").read_bytes() == picture
     steps = read_steps(out / "steps.jsonl")
     assert [(s["segment"], s["images"]) for s in steps] == [
-        (1, ["00001_capture_image_0.png"]), (2, ["00001_capture_image_0-2.png"]),
+        (1, ["00001_capture_image_top.png"]), (2, ["00001_capture_image_top-2.png"]),
     ]
 
 

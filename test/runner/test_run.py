@@ -47,7 +47,7 @@ def test_replay_run_writes_the_whole_record(tmp_path):
     assert all(s["error"] is None for s in steps)
     move = steps[1]
     assert move["arguments"] == {"x_m": 0.1, "y_m": 0.45, "z_m": 0.1}
-    assert move["images"] == ["00002_move_to_0.png"] and (out / "images" / "00002_move_to_0.png").exists()
+    assert move["images"] == ["00002_move_to_top.png"] and (out / "images" / "00002_move_to_top.png").exists()
     assert move["duration_s"] > 0 and json.loads(move["result"])["action"] == "move_to"
 
     transcript = json.loads((out / "transcript.json").read_text())
