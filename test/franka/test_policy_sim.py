@@ -275,3 +275,19 @@ def test_dual_franka_runs_a_policy_on_either_arm_and_keeps_it_clear_of_the_one_s
     refused = action_result(result)["refused"]
     assert refused["limit"] == "left+right.step.arm_distance_m", refused
     assert np.max(np.abs(np.asarray(left.settled_state().joints) - np.asarray(refused["joints_rad"]))) < 1e-3
+
+
+@pytest.mark.parametrize(
+    ("arguments", "reply", "reason"),
+    [
+        ({"stop_when": ["arm_at_rest"]}, droid_chunk([0.0] * 7), "arm_at_rest"),
+        ({"max_duration_s": 0.5}, droid_chunk([0.0, 0.0, 0.0, 0.0, 0.0, 0.02, 0.0]), "max_duration"),
+    ],
+    ids=["arm_at_rest", "max_duration"],
+)
+def test_a_run_ends_on_its_stop_condition(arguments, reply, reason, toolkit, server):
+    server.script = lambda obs, i: reply
+    result = toolkit.execute_tool("run_policy", {"instruction": "wait", "max_steps": 3000, **arguments})
+    assert result.error is None, result.error
+    assert action_result(result)["stopped"] == reason
+    assert action_result(result)["steps"] < 3000
