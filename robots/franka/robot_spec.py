@@ -40,7 +40,9 @@ class FrankaSpec(RobotSpec):
         task_command="Start task",
         task_fields=(TaskField("task", "Task", "text", default="Pick up the red cube and lift it 10 cm above the table."),),
         components=(RuntimeComponent("arms", "Arms and grippers", shared=True), RuntimeComponent("cameras", "Cameras", shared=True)),
-        frame_channels=(FrameChannel("front", "Front camera", max_fps=4.0), FrameChannel("top", "Top camera", max_fps=2.0)),
+        # One channel per camera the simulated scene has (robots.franka.toolkit.SIM_IMAGE_ORDER).
+        frame_channels=(FrameChannel("front", "Front camera", max_fps=4.0), FrameChannel("top", "Top camera", max_fps=2.0),
+                        FrameChannel("wrist", "Wrist camera", max_fps=4.0)),
     )
 
     def add_cli_args(self, parser: argparse.ArgumentParser) -> None:

@@ -17,10 +17,11 @@ from rpent.runtime.arm import RuntimeFault
 
 def scene_reset_for(runtime: FrankaRuntime) -> SceneReset:
     if runtime.sim is not None:
-        return SceneReset("restore the initial scene (grippers open, arms home, objects where they started)",
+        return SceneReset("grippers open, arms home, objects back where they started",
                           lambda: reset_sim_scene(runtime), default=True)
     # A real gripper keeps what it holds: opening it over the table would drop the object anywhere.
-    return SceneReset("home the arms", lambda: home_arms(runtime, open_grippers=False), default=False)
+    return SceneReset("arms home; a held object stays held", lambda: home_arms(runtime, open_grippers=False),
+                      default=False)
 
 
 def home_arms(runtime: FrankaRuntime, *, open_grippers: bool) -> str:

@@ -98,7 +98,9 @@ class SimScene:
         SimObject("blue_cube", (0.58, -0.17, TABLE_TOP_Z_M + 0.02), 0.04, (0.15, 0.3, 0.85, 1.0)),
     )
     cameras: tuple[SimCamera, ...] = (
-        SimCamera("front", (1.35, 0.0, 0.75), (0.5, 0.0, 0.25)),
+        # Holds the whole arm at home (its top is at z 0.86 m) above the table, and stays close
+        # and low enough that a board held by the hand fills the view for hand-eye calibration.
+        SimCamera("front", (1.4, 0.0, 0.82), (0.45, 0.0, 0.45), fovy_deg=58.0),
         SimCamera("top", (0.55, 0.0, 1.45), (0.55, 0.0, 0.2), fovy_deg=45.0),
     )
     seed: int | None = None

@@ -19,6 +19,7 @@ from rpent.robot import (
     TaskField,
     memory_for,
 )
+from rpent.robot.scene_reset import SCENE_RESET_KEY, SceneReset
 from rpent.tools.events import DashboardEventSink
 
 
@@ -57,8 +58,10 @@ class ToySpec(RobotSpec):
         if not self.selects(selection, "world"):
             return {}
         world = ToyWorld(speed_m_s=config.options.get("speed_m_s", 0.5))
-        # frame_sources: the dashboard samples these for its live views (rpent.dashboard.frames).
-        return {"world": world, "frame_sources": {"top": world.render_top}}
+        # frame_sources: the dashboard samples these for its live views (rpent.dashboard.frames);
+        # the scene reset puts the table back before each dashboard task (rpent.robot.scene_reset).
+        return {"world": world, "frame_sources": {"top": world.render_top},
+                SCENE_RESET_KEY: SceneReset("gripper open at its start, blocks back where they started", world.reset)}
 
 
 def get_robot_spec() -> ToySpec:

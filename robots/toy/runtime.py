@@ -100,6 +100,14 @@ class ToyWorld:
                 block.xyz[2] = BLOCK_M / 2  # falls onto the table (or into the bin)
             return dropped
 
+    def reset(self) -> str:
+        """Put the gripper (open, holding nothing) and every block back where a new world has them."""
+        start = ToyWorld()
+        with self.lock:
+            self.gripper_xyz, self.gripper_open, self.holding = start.gripper_xyz, True, None
+            self.blocks = start.blocks
+            return f"gripper open at {self.gripper_xyz}, blocks back at their start: {', '.join(sorted(self.blocks))}"
+
     def in_bin(self, name: str) -> bool:
         with self.lock:
             x, y, z = self.blocks[name].xyz

@@ -15,6 +15,6 @@ SCENE_RESET_KEY = "scene_reset"
 
 @dataclass(frozen=True)
 class SceneReset:
-    label: str  # what it does, next to the checkbox: "restore the initial scene (objects, arms home)"
+    label: str  # what it does, under the "Reset the scene first" checkbox: "arms home, objects back where they started"
     run: Callable[[], str]  # blocks until done; returns what it did, for the log; raises if it could not
     default: bool = True  # ticked by default (simulators); a real arm's home is offered unticked

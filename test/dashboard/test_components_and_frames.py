@@ -65,7 +65,7 @@ def test_shared_components_start_once_and_unique_ones_start_and_stop_around_each
     finally:
         session.stop()
     assert spec.calls == [("init", ["world"]), ("init", ["policy"]), ("stop", ["policy"]), ("init", ["policy"]),
-                          ("stop", ["policy"]), ("stop", ["frame_sources", "world"])]
+                          ("stop", ["policy"]), ("stop", ["frame_sources", "scene_reset", "world"])]
 
 
 def test_unchanged_pictures_are_not_announced_and_a_broken_camera_keeps_the_last_frame() -> None:
@@ -144,3 +144,13 @@ def test_planner_text_and_live_counters_reach_the_task_view(tmp_path: Path, monk
     counters = [(p["turns"], p["tokens"]) for kind, p in events if kind == "counters"]
     assert counters == [(1, 100), (2, 200)]
     assert kinds.index("counters") < kinds.index("tool_finished") < kinds.index("task_ended")  # live, not at the end
+
+
+def test_franka_robots_offer_a_live_view_of_every_simulated_camera() -> None:
+    from robots.dual_franka.toolkit import DUAL_SIM_IMAGE_ORDER
+    from robots.franka.toolkit import SIM_IMAGE_ORDER
+
+    # Every frame source the sim runtime returns (one per camera, these names) has a channel to show it in.
+    for robot, cameras in (("franka", SIM_IMAGE_ORDER), ("dual_franka", DUAL_SIM_IMAGE_ORDER)):
+        spec = load_robot(robot).get_robot_spec()
+        assert [c.name for c in spec.dashboard.frame_channels] == cameras, robot

@@ -19,6 +19,7 @@ from types import ModuleType
 import pytest
 
 from rpent.cli.main import build_parser
+from rpent.dashboard.forms import TaskFormError
 from rpent.dashboard.session import DashboardSession
 
 pytestmark = pytest.mark.timeout(60)
@@ -139,6 +140,8 @@ def test_a_package_written_to_the_interface_runs_two_dashboard_tasks(acme: Modul
     session = DashboardSession(args=args, spec=spec, robot=acme, output_root=tmp_path / "runs")
     session.start()
     try:
+        with pytest.raises(TaskFormError, match=r"^reset: robot acme_counter offers no scene reset$"):
+            session.start_task({}, reset=True)  # it declares none: nothing to tick on its form
         for n in (1, 2):
             session.start_task({"task": f"Count, round {n}."})
             state = session.sink.wait_for(lambda s, n=n: ended(s) and s["task"]["id"] == f"task-00{n}", 30)

@@ -40,7 +40,7 @@ def test_without_planner_flags_the_form_offers_replay_with_the_bundled_recipe_an
     ({"planner": "api"}, "planner: api is not available here ("),  # then the planner's own reason
     ({"planner": "gpt"}, "planner: must be one of ['api', 'claude_code', 'codex', 'replay'], got 'gpt'"),
     ({"planner": "replay", "recipe": "/etc/passwd"}, "recipe: must be one of the offered recipes"),
-    ({"planner": "replay", "reset": True}, "reset: robot toy offers no scene reset"),
+    ({"planner": "replay", "reset": "yes"}, "reset: must be true or false, got 'yes'"),
 ])
 def test_a_refused_start_answers_400_naming_the_field_and_is_logged(served_factory, caplog: pytest.LogCaptureFixture,
                                                                       choice: dict, message: str) -> None:
