@@ -124,8 +124,7 @@ def _serve_robot(args: argparse.Namespace, spec: RobotSpec, module: Any, config:
     toolkit = None
     code = EXIT_OK
     # SIGINT and SIGTERM end the server like Ctrl-C ends `rpent run` (the robot is stopped, the record
-    # saved, exit 130 or 143), also when started with SIGINT ignored (a script's `cmd &`), and over
-    # stdio, where asyncio's own SIGINT handling would wait for a stdin that never closes.
+    # saved, exit 130 or 143), also when it was started with SIGINT ignored (a script's `cmd &`).
     previous = {sig: signal.signal(sig, _raise_interrupt) for sig in (signal.SIGINT, signal.SIGTERM)} if _main_thread() else {}
     try:
         log.info("starting robot %s (record in %s) ...", spec.name, config.output_dir)
@@ -147,7 +146,7 @@ def _serve_robot(args: argparse.Namespace, spec: RobotSpec, module: Any, config:
             asyncio.run(serve_http(server, host=args.host, port=args.port, on_signal=cancel_now, sock=sock))
         else:
             log.info("serving MCP over stdio")
-            asyncio.run(serve_stdio(server))
+            _serve_stdio_interruptibly(server, serve_stdio)
         log.info("MCP client gone; shutting down" if not args.http else "MCP server stopped; shutting down")
     except KeyboardInterrupt as exc:
         log.warning("%s: stopping the robot and saving the record", describe_interruption(exc))
@@ -162,6 +161,31 @@ def _serve_robot(args: argparse.Namespace, spec: RobotSpec, module: Any, config:
             sock.close()
         _shutdown(spec, toolkit, runtime_kwargs)
     return code
+
+
+def _serve_stdio_interruptibly(server: Any, serve_stdio: Any) -> None:
+    """Serve stdio in a daemon thread while the main thread waits for it or for a signal.
+
+    The SDK reads stdin in a worker thread that blocks in read() until the client closes the pipe;
+    made from a daemon thread, that worker is a daemon too, so a signal ends the server (record
+    saved, 130/143) instead of leaving it waiting at exit for a client that does not leave.
+    """
+    done = threading.Event()
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            asyncio.run(serve_stdio(server))
+        except BaseException as exc:  # handed to the main thread
+            failure.append(exc)
+        finally:
+            done.set()
+
+    threading.Thread(target=target, name="rpent-mcp-stdio", daemon=True).start()
+    while not done.wait(0.25):  # a signal raises here, in the main thread
+        pass
+    if failure:
+        raise failure[0]
 
 
 def _shutdown(spec: RobotSpec, toolkit: Any, runtime_kwargs: dict[str, Any]) -> None:
