@@ -1,6 +1,6 @@
 """`rpent eval` throughput: episodes per minute at 1 and 2 concurrent episodes, and what Ray adds per episode.
 
-    python bench/bench_eval.py [--episodes 4] [--suite libero_object] [--task-id 0]
+    python bench/bench_eval.py [--episodes 4] [--suite libero_object] [--task-id 0] [--franka-seeds 4]
 
 One Ray head is started for the whole benchmark (`ray start --head --node-ip-address=127.0.0.1`,
 its own temp dir, stopped at the end), so the figures are those of a sweep sent to a running
@@ -9,7 +9,10 @@ with concurrency 1 and then 2, each into a fresh folder, and reports episodes pe
 ratio. Part 2 runs one episode as `rpent run` (a subprocess, as an operator would) and the same
 episode as a one-episode sweep, in `--pairs` interleaved pairs, and reports the difference of
 their wall times (the per-episode overhead of the sweep: Ray connect, a fresh worker, the checks
-and the summary) and each one's time outside the task itself (result.json `wall_time_s`).
+and the summary) and each one's time outside the task itself (result.json `wall_time_s`). Part 3
+runs a seed sweep of the simulated Franka's vision pick (`--robot franka --sim --sim-seed N` with
+test/franka/scripted_pick.py's planner, which sees only tool outputs) with 1 and then 2 workers, each
+episode's franky-sim on a block of `--sim-hosts` of its own, and reports the speed-up.
 """
 
 from __future__ import annotations
@@ -40,6 +43,9 @@ from rpent.eval.schedule import run_sweep  # noqa: E402
 from rpent.eval.sweep import parse_sweep  # noqa: E402
 
 RECIPE = str(REPO / "robots/libero/recipes/{suite}_task{task}_pick_place.jsonl")
+# The vision pick is a planner plugin of the tests; workers import it by name, from PYTHONPATH.
+VISION_PICK = "scripted_pick:RedCubePickPlanner"
+PLUGINS = REPO / "test" / "franka"
 
 
 class Quiet(Progress):
@@ -81,6 +87,22 @@ def sweep_of(suite: str, task_id: int, init_states: list[int], concurrency: int)
                         "recipe": RECIPE, "concurrency": concurrency, "memory_per_episode_mb": 2048})
 
 
+def franka_sweep(seeds: list[int], concurrency: int, sim_hosts: str):
+    return parse_sweep({"robot": "franka", "seeds": seeds, "planner": VISION_PICK, "max_turns": 30,
+                        "concurrency": concurrency, "sim_hosts": sim_hosts, "memory_per_episode_mb": 2048})
+
+
+def franka_speedup(seeds: int, sim_hosts: str, root: Path, address: str) -> None:
+    walls = {}
+    for workers in (1, 2):
+        out = root / f"franka-w{workers}"
+        walls[workers] = timed_sweep(franka_sweep(list(range(1, seeds + 1)), workers, sim_hosts), out, address)
+        solved = sum(json.loads((p / "result.json").read_text())["solved"] is True for p in out.glob("franka-seed*"))
+        print(f"franka vision pick, {seeds} seeds, {workers} worker(s): {walls[workers]:.0f} s "
+              f"({seeds / walls[workers] * 60:.2f} episodes/min, {solved}/{seeds} solved)", flush=True)
+    print(f"speed-up 2 workers / 1 worker: {walls[1] / walls[2]:.2f}x")
+
+
 def timed_sweep(sweep, out: Path, address: str) -> float:
     started = time.perf_counter()
     outcome = run_sweep(sweep, out, ray_address=address, progress=Quiet(len(sweep.episodes())))
@@ -106,11 +128,20 @@ def main() -> None:
     parser.add_argument("--task-id", type=int, default=0)
     parser.add_argument("--pairs", type=int, default=3, help="interleaved run/sweep pairs for the overhead (default 3)")
     parser.add_argument("--skip-throughput", action="store_true", help="the overhead figures only")
+    parser.add_argument("--skip-libero", action="store_true", help="parts 1 and 2 (LIBERO) not at all")
+    parser.add_argument("--franka-seeds", type=int, default=4, help="seeds of the Franka sweep (default 4; 0: none)")
+    parser.add_argument("--sim-hosts", default="127.0.0.140-169", help="franky-sim addresses of the Franka sweep")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="be-", dir="/tmp"))
     print(f"load average at start: {os.getloadavg()[0]:.1f} (2-core machine shared with other jobs); folders in {root}")
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PLUGINS), str(REPO), os.environ.get("PYTHONPATH")]))
+    sys.path.insert(0, str(PLUGINS))  # the driver checks the planner before the sweep starts
     head, address = start_head(root)
     try:
+        if args.franka_seeds:
+            franka_speedup(args.franka_seeds, args.sim_hosts, root, address)
+        if args.skip_libero:
+            return
         init_states = list(range(args.episodes))
         rates = {}
         for concurrency in () if args.skip_throughput else (1, 2):

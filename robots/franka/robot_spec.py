@@ -14,6 +14,7 @@ from typing import Any
 from robots.franka.config import CONFIG_DIR, FrankaConfig, load_franka_config
 from robots.franka.prompt_bundle import PROMPT_BUNDLE
 from robots.franka.toolkit import FrankaToolkit
+from rpent.loopback import loopback_hosts
 from rpent.robot import (
     ConfigError,
     Dashboard,
@@ -51,6 +52,9 @@ class FrankaSpec(RobotSpec):
         group.add_argument("--sim-seed", type=int, default=None, metavar="N",
                            help="with --sim: place the objects at random reachable positions and yaws, the same for the "
                                 "same N (default: the fixed scene)")
+        group.add_argument("--sim-hosts", metavar="ADDRESSES",
+                           help="with --sim: the loopback addresses franky-sim may bind, one per arm, busy ones skipped, "
+                                "e.g. 127.0.0.140-169 (default 127.0.0.1-254; rpent eval gives each concurrent episode its own)")
         group.add_argument("--config", default=str(self.default_config),
                            help=f"deployment YAML: arms (FCI hosts), cameras, safety file (default {self.default_config.name})")
         group.add_argument("--safety-file", help="safety envelope YAML (default: the one the deployment YAML names)")
@@ -105,9 +109,17 @@ class FrankaSpec(RobotSpec):
             raise ConfigError(f"--sim-seed: must be an integer >= 0, got {sim_seed!r}")
         if sim_seed is not None and not sim:
             raise ConfigError("--sim-seed: only with --sim (real arms have no random scene)")
+        sim_hosts = getattr(args, "sim_hosts", None)
+        if sim_hosts is not None:
+            if not sim:
+                raise ConfigError("--sim-hosts: only with --sim (real arms are at the hosts of --config)")
+            try:
+                sim_hosts = loopback_hosts(sim_hosts, "--sim-hosts")
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
         config = self.base_config(args, arms=", ".join(a.name for a in franka.arms))
         config.options.update(
-            franka=franka, sim=sim, sim_seed=sim_seed, video_fps=video_fps, require_approval=require_approval,
+            franka=franka, sim=sim, sim_seed=sim_seed, sim_hosts=sim_hosts, video_fps=video_fps, require_approval=require_approval,
             target_object=getattr(args, "target_object", "cube"),
         )
         return config
@@ -133,7 +145,7 @@ class FrankaSpec(RobotSpec):
             approval = CliApprovalChannel()
         try:
             runtime = build_runtime(franka, sim=config.options["sim"], sim_seed=config.options.get("sim_seed"),
-                                    sim_cameras=cameras, approval=approval)
+                                    sim_cameras=cameras, approval=approval, sim_hosts=config.options.get("sim_hosts"))
         except RuntimeFault as exc:
             if config.options["sim"]:
                 raise

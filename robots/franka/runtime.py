@@ -166,11 +166,13 @@ def build_runtime(
     sim_cameras: bool = True,
     approval: ApprovalChannel | None = None,
     sim_seed: int | None = None,
+    sim_hosts: Sequence[str] | None = None,
 ) -> FrankaRuntime:
     """Connect everything in `config`; with `sim`, start franky-sim first and use its hosts.
 
     `sim_seed` places the scene's objects at random (robots.franka.scene_layout), reachable within
-    this config's safety envelopes; None keeps the fixed scene.
+    this config's safety envelopes; None keeps the fixed scene. `sim_hosts` are the loopback
+    addresses franky-sim may bind (busy ones skipped; default 127.0.0.1 on).
     """
     safety = config.safety()
     simulator: FrankaSim | None = None
@@ -178,7 +180,7 @@ def build_runtime(
     if sim_seed is not None and not sim:
         raise ValueError("sim_seed: only with sim (a random scene exists only in the simulator)")
     if sim:
-        simulator, arm_cfgs = _start_sim(config, safety, arm_cfgs, scene, sim_seed)
+        simulator, arm_cfgs = _start_sim(config, safety, arm_cfgs, scene, sim_seed, sim_hosts)
     runtime = FrankaRuntime(
         arms={},
         grippers={},
@@ -212,7 +214,7 @@ def build_runtime(
 
 
 def _start_sim(config: FrankaConfig, safety: SafetyConfig, arm_cfgs: list[ArmConfig], scene: SimScene | None,
-               sim_seed: int | None) -> tuple[FrankaSim, list[ArmConfig]]:
+               sim_seed: int | None, sim_hosts: Sequence[str] | None = None) -> tuple[FrankaSim, list[ArmConfig]]:
     """Start franky-sim with the scene (random with `sim_seed`); the arm configs pointed at its hosts."""
     from robots.franka.sim import FrankaSim, SimScene
 
@@ -229,7 +231,8 @@ def _start_sim(config: FrankaConfig, safety: SafetyConfig, arm_cfgs: list[ArmCon
             [cfg.home_joints_rad for cfg in arm_cfgs],
             image_aspect=config.sim_camera_width / config.sim_camera_height,
         )
-    simulator = FrankaSim(scene).start()
+    simulator = FrankaSim(scene, hostnames=sim_hosts).start()
+    log.info("franky-sim: arms at %s", ", ".join(simulator.hosts))
     # The simulated scene is the truth of where each arm stands.
     return simulator, [
         cfg.model_copy(update={"host": host, "base_xyz_m": tuple(position), "realtime": None})

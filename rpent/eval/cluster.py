@@ -11,6 +11,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import sys
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -54,6 +55,8 @@ def ray_cluster(address: str | None, *, num_cpus: int | None, temp_dir: Path | N
 
     if ray.is_initialized():
         raise RuntimeError("ray is already initialised in this process")
+    from ray.exceptions import AuthenticationError
+
     common = {"log_to_driver": False, "configure_logging": False, "namespace": "rpent-eval"}
     try:
         if address is None:
@@ -61,11 +64,47 @@ def ray_cluster(address: str | None, *, num_cpus: int | None, temp_dir: Path | N
             context = ray.init(address="local", num_cpus=num_cpus, _node_ip_address=LOOPBACK, include_dashboard=False,
                                _temp_dir=str(temp_dir) if temp_dir else None, **common)
         else:
-            context = ray.init(address=address, **common)
+            with _native_stderr_held():
+                context = ray.init(address=address, **common)
+    except AuthenticationError:
+        ray.shutdown()
+        raise SweepError(f"--ray-address: the Ray cluster at {address} needs its token and none was found: "
+                         f"set RAY_AUTH_TOKEN, or put the token in ~/.ray/auth_token (`ray get-auth-token` on the "
+                         f"head prints it; docs/eval.md)") from None
     except (ConnectionError, RuntimeError) as exc:
         ray.shutdown()
-        raise SweepError(f"--ray-address: cannot reach a Ray cluster at {address} ({exc})".splitlines()[0]) from None
+        # A refused token looks like an unreachable cluster to the client: say what else it may need.
+        raise SweepError(f"--ray-address: cannot reach a Ray cluster at {address} ({_first_line(exc)}); a cluster "
+                         "with token authentication also needs RAY_AUTH_MODE=token and its token (RAY_AUTH_TOKEN or "
+                         "~/.ray/auth_token; docs/eval.md)") from None
     try:
         yield dict(context.address_info)
     finally:
         ray.shutdown()  # stops the processes of a local instance; only disconnects from a cluster
+
+
+@contextmanager
+def _native_stderr_held() -> Iterator[None]:
+    """While connecting, Ray's C++ client writes a warning straight to file descriptor 2 once a
+    second that the cluster refuses it (a missing or wrong token), for about 20 s. Hold those back:
+    a failed connect is then the one line the caller prints; after a successful one they are written
+    out as they came."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), 2)
+        ok = False
+        try:
+            yield
+            ok = True
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            if ok:
+                held.seek(0)
+                sys.stderr.write(held.read().decode(errors="replace"))
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -5,6 +5,7 @@
     <out>/_attempts/<id>-N/       the partial record of an attempt whose worker crashed or was killed
     <out>/_failures/<id>.json     why an episode has no complete record after its retries
     <out>/_memory/<id>/           the episode's own robot memory (unless the sweep shares one)
+    <out>/_recipes/<id>/          the driver's copy of a recipe the episode's node did not have
 
 A record is complete when its result.json parses: the runner writes it last, whatever the outcome,
 so a missing or torn one means the worker died mid-episode. Resuming runs exactly the episodes
@@ -14,6 +15,7 @@ without a complete record.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -25,9 +27,18 @@ SWEEP_FILE = "sweep.json"
 ATTEMPTS_DIR = "_attempts"
 FAILURES_DIR = "_failures"
 MEMORY_DIR = "_memory"
+RECIPES_DIR = "_recipes"
 #: Fields that may change between a sweep and its resumption without making it another sweep.
 RESUMABLE_CHANGES = frozenset({"retries", "concurrency", "token_budget", "cpus_per_episode",
-                               "memory_per_episode_mb", "gpus_per_episode"})
+                               "memory_per_episode_mb", "gpus_per_episode", "sim_hosts"})
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def strip_ansi(text: str) -> str:
+    """`text` without terminal colour codes (Ray colours the errors of its workers)."""
+    return _ANSI.sub("", text)
 
 
 def record_dir(out: Path, episode: Episode) -> Path:

@@ -3,6 +3,11 @@
 Retries are Ray's own: a task whose worker process dies (crash, OOM kill, `kill -9`) is run again
 up to `retries` times, and the retry sets the dead attempt's partial record aside before it starts.
 Application errors (a refused configuration) are not retried: they would fail the same way again.
+
+Paths are the driver's: the sweep's are absolute by the time it gets here (Sweep.with_paths_from),
+and each task carries its recipe's text and the driver's folder, for workers in other folders or on
+other machines. Each running episode holds a slot, and with it a block of the sweep's simulator
+addresses no other running episode has.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from typing import Any
 from rpent.eval.cluster import ray_cluster
 from rpent.eval.episode import run_args, run_episode
 from rpent.eval.progress import Progress
-from rpent.eval.records import claim_sweep_folder, clear_failure, read_result, record_dir, write_failure
+from rpent.eval.records import claim_sweep_folder, clear_failure, read_result, record_dir, strip_ansi, write_failure
 from rpent.eval.sweep import Episode, Sweep, SweepError
 from rpent.robot import ConfigError
 
@@ -90,7 +95,7 @@ def _budget_spent(sweep: Sweep, outcome: SweepOutcome) -> bool:
 
 def _drive(sweep: Sweep, out: Path, pending: list[Episode], outcome: SweepOutcome, progress: Progress) -> None:
     import ray
-    from ray.exceptions import RayError, TaskCancelledError
+    from ray.exceptions import RayError, RayTaskError, TaskCancelledError
 
     # max_calls=1: a fresh worker per episode, no threads, handlers or GL contexts left by the last one.
     task = ray.remote(max_calls=1)(run_episode).options(
@@ -101,16 +106,21 @@ def _drive(sweep: Sweep, out: Path, pending: list[Episode], outcome: SweepOutcom
         retry_exceptions=False,
         name="rpent-eval-episode",
     )
-    sweep_data, out_str = sweep.model_dump(), str(out)
+    sweep_data, out_str, here = sweep.model_dump(), str(out), str(Path.cwd())
     queue = list(pending)
-    in_flight: dict[Any, Episode] = {}
+    # Each running episode holds one block of the simulators' loopback addresses, its slot's.
+    free_slots = list(range(sweep.concurrency))
+    blocks = sweep.sim_host_blocks()
+    in_flight: dict[Any, tuple[Episode, int]] = {}
     since_heartbeat = 0.0
     try:
         while queue or in_flight:
-            while queue and len(in_flight) < sweep.concurrency and not _budget_spent(sweep, outcome):
-                episode = queue.pop(0)
+            while queue and free_slots and not _budget_spent(sweep, outcome):
+                episode, slot = queue.pop(0), free_slots.pop(0)
                 clear_failure(out, episode)
-                in_flight[task.remote(sweep_data, episode.fields(), out_str)] = episode
+                ref = task.remote(sweep_data, episode.fields(), out_str, sim_hosts=blocks[slot],
+                                  recipe_text=recipe_text(sweep, episode), driver_folder=here)
+                in_flight[ref] = (episode, slot)
                 progress.episode_started()
                 progress.show()
             if queue and _budget_spent(sweep, outcome):
@@ -125,12 +135,13 @@ def _drive(sweep: Sweep, out: Path, pending: list[Episode], outcome: SweepOutcom
             ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=POLL_S)
             since_heartbeat += POLL_S if not ready else 0.0
             for ref in ready:
-                episode = in_flight.pop(ref)
+                episode, slot = in_flight.pop(ref)
+                free_slots.append(slot)
                 try:
                     result = ray.get(ref)
-                except SweepError as exc:
-                    _failed(out, episode, str(exc), outcome, progress)
-                except (RayError, TaskCancelledError) as exc:
+                except RayTaskError as exc:  # the episode raised: its own one line (rpent.eval.episode)
+                    _failed(out, episode, _first_line(exc.cause or exc), outcome, progress)
+                except (RayError, TaskCancelledError) as exc:  # the worker died, every attempt
                     reason = f"{type(exc).__name__} after {sweep.retries + 1} attempt(s): {_first_line(exc)}"
                     _failed(out, episode, reason, outcome, progress)
                 else:
@@ -148,12 +159,24 @@ def _drive(sweep: Sweep, out: Path, pending: list[Episode], outcome: SweepOutcom
 
 
 def _failed(out: Path, episode: Episode, reason: str, outcome: SweepOutcome, progress: Progress) -> None:
-    log.error("episode %s failed: %s", episode.id, reason)
+    log.error("episode %s failed: %s", episode.id, reason.removeprefix(f"episode {episode.id}: "))
     write_failure(out, episode, reason)
     outcome.failed[episode.id] = reason
     progress.episode_failed()
 
 
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
+    text = strip_ansi(str(exc)).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+def recipe_text(sweep: Sweep, episode: Episode) -> str | None:
+    """The episode's recipe as the driver reads it, shipped with the task: a worker on a node
+    without that file (or with another version of it) replays this copy."""
+    path = sweep.recipe_for(episode)
+    if sweep.planner != "replay" or path is None:
+        return None
+    try:
+        return path.read_text()
+    except OSError as exc:
+        raise SweepError(f"recipe: cannot read {path} for episode {episode.id} ({exc.strerror})") from None

@@ -67,7 +67,8 @@ def ray_head(worker_env):
     head = subprocess.Popen(
         [RAY_BIN, "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}", "--num-cpus=2",
          "--include-dashboard=false", f"--temp-dir={temp_dir}", "--disable-usage-stats", "--block"],
-        stdout=log, stderr=subprocess.STDOUT, cwd=REPO, start_new_session=True, env=dict(os.environ),
+        # From a folder of its own, as a lab's head is: workers start there, not in the checkout.
+        stdout=log, stderr=subprocess.STDOUT, cwd=temp_dir, start_new_session=True, env=dict(os.environ),
     )
     try:
         deadline = time.monotonic() + 120
