@@ -5,7 +5,8 @@
         --board-square-mm 40 --board-marker-mm 30 --board-dictionary DICT_5X5_100 --write
 
 Exit status: 0 calibrated (and written with --write), 1 calibration failed or its residuals are
-too poor to write, 2 bad flags or config.
+too poor to write, 2 bad flags or config. With --sim, --write goes to <config>.sim.yaml, never into
+the deployment config itself (robots/franka/calibration_report.py).
 """
 
 from __future__ import annotations
@@ -23,10 +24,12 @@ import numpy as np
 from robots.franka import actions
 from robots.franka.calibration import QualityLimits, calibrate, calibration_context, camera_of, mount_of
 from robots.franka.calibration_poses import CalibrationPose, auto_poses, load_poses
+from robots.franka.calibration_report import Comparison, compare, report_lines, sim_truth
 from robots.franka.charuco import BoardDetector, BoardNotFound, BoardSpec, BoardSpecError
 from robots.franka.config import FrankaConfig
 from robots.franka.handeye import CalibrationError
 from robots.franka.runtime import FrankaRuntime, build_runtime
+from rpent.loopback import loopback_hosts
 from rpent.robot import ConfigError
 from rpent.runtime.arm import MotionRefused, RuntimeFault
 from rpent.runtime.camera import capture_frame
@@ -45,6 +48,8 @@ def add_calibrate_args(parser: argparse.ArgumentParser, default_config: Path) ->
     parser.add_argument("--sim", action="store_true",
                         help="calibrate in franky-sim: the scene gets a ChArUco board (on the table for a wrist camera, "
                              "held by the flange for a fixed one) and no objects")
+    parser.add_argument("--sim-hosts", metavar="ADDRESSES",
+                        help="with --sim: the loopback addresses franky-sim may bind, e.g. 127.0.0.140-169 (default 127.0.0.1-254)")
     parser.add_argument("--config", default=str(default_config),
                         help=f"deployment YAML with the camera; --write stores the result in it (default {default_config.name})")
     parser.add_argument("--safety-file", help="safety envelope YAML (default: the one the deployment YAML names)")
@@ -67,7 +72,9 @@ def add_calibrate_args(parser: argparse.ArgumentParser, default_config: Path) ->
                        help=f"ArUco dictionary of the markers (default {DEFAULT_BOARD.dictionary})")
     quality = parser.add_argument_group("when a result is written")
     limits = QualityLimits()
-    quality.add_argument("--write", action="store_true", help="store the result in --config (a backup of it is kept)")
+    quality.add_argument("--write", action="store_true",
+                         help="store the result in --config (a backup of it is kept); with --sim in <config>.sim.yaml "
+                              "beside it, never in the hardware config")
     quality.add_argument("--max-reprojection-px", type=float, default=limits.max_reprojection_px,
                          help=f"RMS reprojection error over all board corners (default {limits.max_reprojection_px})")
     quality.add_argument("--max-consistency-mm", type=float, default=limits.max_consistency_mm,
@@ -101,7 +108,15 @@ def run_calibrate(args: argparse.Namespace, franka: FrankaConfig) -> int:
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
     limits = QualityLimits(args.max_reprojection_px, args.max_consistency_mm, args.max_consistency_deg)
-    runtime = _start(franka, args.camera, spec, sim=args.sim, approval=args.approve_motions)
+    sim_hosts = None
+    if args.sim_hosts is not None:
+        if not args.sim:
+            raise ConfigError("--sim-hosts: only with --sim (real arms are at the hosts of --config)")
+        try:
+            sim_hosts = loopback_hosts(args.sim_hosts, "--sim-hosts")
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+    runtime = _start(franka, args.camera, spec, sim=args.sim, approval=args.approve_motions, sim_hosts=sim_hosts)
     token = CancelToken()
     try:
         ctx = calibration_context(runtime, token)
@@ -111,6 +126,7 @@ def run_calibrate(args: argparse.Namespace, franka: FrankaConfig) -> int:
             raise ConfigError(str(exc)) from None
         poses = file_poses if file_poses is not None else _auto(ctx, camera, spec, args.auto, args.seed, args.speed_factor)
         run = calibrate(ctx, camera, spec, poses, speed_factor=args.speed_factor)
+        truth = sim_truth(runtime, run)
     except (CalibrationError, MotionRefused, RuntimeFault, PermissionError) as exc:
         print(f"rpent calibrate: {exc}", file=sys.stderr)
         return EXIT_FAILED
@@ -122,17 +138,20 @@ def run_calibrate(args: argparse.Namespace, franka: FrankaConfig) -> int:
         _quietly_stop(runtime)
     assert run.result is not None
     problems = limits.problems(run.result)
-    summary = run.summary()
+    config = Path(args.config).absolute()
+    comparison = compare(config, run, truth, args.sim)
+    summary = {**run.summary(), "config": str(config), **comparison.summary()}
     written = None
     if args.write and not problems:
-        written = _write(args.config, run, franka)
-        summary.update(written)
+        written = _write(config, comparison.target, run, franka)
+    summary.update(written or {"written": None})
     summary["problems"] = problems
-    print(json.dumps(summary, indent=2) if args.json_out else _report(run, problems, written, args))
+    print(json.dumps(summary, indent=2) if args.json_out else _report(run, comparison, config, problems, written, args))
     return EXIT_FAILED if problems else 0
 
 
-def _start(franka: FrankaConfig, camera: str, spec: BoardSpec, *, sim: bool, approval: bool) -> FrankaRuntime:
+def _start(franka: FrankaConfig, camera: str, spec: BoardSpec, *, sim: bool, approval: bool,
+           sim_hosts: list[str] | None = None) -> FrankaRuntime:
     approval_channel = None
     if approval:
         from robots.franka.approval import CliApprovalChannel
@@ -149,7 +168,7 @@ def _start(franka: FrankaConfig, camera: str, spec: BoardSpec, *, sim: bool, app
         arm_names = [a.name for a in franka.arms]
         arm_index = arm_names.index(entry.arm) if entry is not None and entry.arm in arm_names else 0
         scene = board_scene(scene, camera, spec, franka.arms[arm_index].home_joints_rad, arm_index)
-        return build_runtime(franka, sim=True, scene=scene, approval=approval_channel)
+        return build_runtime(franka, sim=True, scene=scene, approval=approval_channel, sim_hosts=sim_hosts)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
 
@@ -181,19 +200,22 @@ def _in_workspace(arm: Any, pose: Any) -> bool:
     return True
 
 
-def _write(config_path: str, run: Any, franka: FrankaConfig) -> dict[str, Any]:
+def _write(config: Path, target: Path, run: Any, franka: FrankaConfig) -> dict[str, Any]:
+    """Into `target`: the config itself, or (a simulator calibration) its .sim file, started as a copy of it."""
     from robots.franka.config_edit import write_camera_transform
 
     fields: dict[str, Any] = {"mount": run.mount}
     if run.arm != franka.arms[0].name:
         fields["arm"] = run.arm
     assert run.result is not None
-    result = write_camera_transform(config_path, run.camera, run.key, run.result.transform, fields=fields)
-    return {"written": str(result.path), "backup": str(result.backup), "comments_kept": result.comments_kept,
-            "added_entry": result.added_entry}
+    source = target if target.exists() else config
+    result = write_camera_transform(source, run.camera, run.key, run.result.transform, fields=fields, into=target)
+    return {"written": str(result.path), "backup": str(result.backup) if result.backup else None,
+            "comments_kept": result.comments_kept, "added_entry": result.added_entry}
 
 
-def _report(run: Any, problems: list[str], written: dict[str, Any] | None, args: argparse.Namespace) -> str:
+def _report(run: Any, comparison: Comparison, config: Path, problems: list[str], written: dict[str, Any] | None,
+            args: argparse.Namespace) -> str:
     r = run.result
     lines = [
         f"camera {run.camera} ({run.mount}, arm {run.arm}): {len(run.samples)} views, "
@@ -206,13 +228,7 @@ def _report(run: Any, problems: list[str], written: dict[str, Any] | None, args:
         f"(limits {args.max_consistency_mm} mm, {args.max_consistency_deg} deg)",
     ]
     lines += [f"skipped {s.label}: {s.reason}" for s in run.skipped]
-    if problems:
-        lines += ["not good enough to write:", *("  " + p for p in problems)]
-    elif written is not None:
-        kept = "comments kept" if written["comments_kept"] else "rewritten with PyYAML: comments were lost"
-        lines.append(f"written to {written['written']} ({kept}); backup {written['backup']}")
-    else:
-        lines.append("not written (pass --write to store it in --config)")
+    lines += report_lines(run, comparison, config, written, problems)
     return "\n".join(lines)
 
 

@@ -7,7 +7,8 @@ the old data plus the new fields, and validate as a FrankaConfig, or nothing is 
 text cannot be edited in place (no `cameras` list in block style), the file is re-emitted with
 yaml.safe_dump, which keeps the data but drops the comments, and the result says so.
 
-The old file is kept next to it as <name>.bak-<time> before the new one atomically replaces it.
+The old file is kept next to it as <name>.bak-<time> before the new one atomically replaces it. The
+edited text may also go into another file (a simulator calibration into <config>.sim.yaml).
 """
 
 from __future__ import annotations
@@ -33,20 +34,23 @@ DECIMALS = 6  # micrometres and microradians: far below what any calibration res
 @dataclass(frozen=True)
 class WriteResult:
     path: Path
-    backup: Path
+    backup: Path | None  # None: `path` was a new file
     comments_kept: bool
     added_entry: bool
 
 
 def write_camera_transform(
-    path: str | Path, camera: str, key: str, matrix: np.ndarray, *, fields: dict[str, Any] | None = None
+    path: str | Path, camera: str, key: str, matrix: np.ndarray, *, fields: dict[str, Any] | None = None,
+    into: str | Path | None = None,
 ) -> WriteResult:
     """Set `key` (T_base_camera / T_flange_camera) of camera `camera` in the YAML at `path` to `matrix`.
 
     `fields` are set only where the entry lacks them (e.g. mount: wrist, which T_flange_camera needs);
-    a camera without an entry gets a new one with its name, `fields` and the transform.
+    a camera without an entry gets a new one with its name, `fields` and the transform. With `into`,
+    the edited text goes there instead (a new file, or one replaced with a backup) and `path` stays.
     """
     path = Path(path)
+    target = Path(into) if into is not None else path
     text = path.read_text(encoding="utf-8")
     data = yaml.safe_load(text) or {}
     if not isinstance(data, dict):
@@ -70,7 +74,7 @@ def write_camera_transform(
     if not comments_kept:
         new_text = yaml.safe_dump(expected, sort_keys=False, default_flow_style=None, width=120)
     assert new_text is not None
-    return WriteResult(path, _replace(path, new_text), comments_kept, added)
+    return WriteResult(target, _replace(target, new_text, mode_of=path), comments_kept, added)
 
 
 def _loads(text: str) -> Any:
@@ -80,8 +84,9 @@ def _loads(text: str) -> Any:
         return None
 
 
-def _replace(path: Path, text: str) -> Path:
-    """Validate `text` as a FrankaConfig, back up `path`, then atomically put `text` in its place."""
+def _replace(path: Path, text: str, mode_of: Path) -> Path | None:
+    """Validate `text` as a FrankaConfig, back up `path` (if it exists), then atomically put `text` in
+    its place (with the permissions of `mode_of`); the backup's path."""
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     tmp = Path(tmp_name)
     try:
@@ -90,9 +95,10 @@ def _replace(path: Path, text: str) -> Path:
             handle.flush()
             os.fsync(handle.fileno())
         load_franka_config(tmp)  # relative paths in it resolve against the same folder as the original
-        shutil.copymode(path, tmp)
-        backup = _backup_name(path)
-        shutil.copy2(path, backup)
+        shutil.copymode(mode_of, tmp)
+        backup = _backup_name(path) if path.exists() else None
+        if backup is not None:
+            shutil.copy2(path, backup)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
