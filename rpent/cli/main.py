@@ -10,9 +10,11 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from typing import NoReturn
 
 from rpent.robot import ConfigError, RobotNotFound, list_robots, load_robot
 from rpent.robot.discovery import robot_named_in
+from rpent.rule_words import argparse_value_rule
 from rpent.runner.logs import setup_console
 from rpent.runner.options import add_run_options
 from rpent.tools.record import RecordError
@@ -32,8 +34,20 @@ RPent: let a language model operate a robot through typed, safe, cancellable too
 """
 
 
+class RpentParser(argparse.ArgumentParser):
+    """argparse, but a bad value of a known flag is one line in the house's words
+    (`rpent run: error: --sim-seed: must be a whole number, got 'abc'`), not the usage block first.
+    An unknown or missing flag still shows the usage: there it is the help. Subcommands inherit it."""
+
+    def error(self, message: str) -> NoReturn:
+        rule = argparse_value_rule(message)
+        if rule is None:
+            super().error(message)
+        self.exit(2, f"{self.prog}: error: {rule}\n")
+
+
 def build_parser(robot_spec=None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rpent", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = RpentParser(prog="rpent", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 

@@ -34,17 +34,8 @@ class PlannerChoice:
         return {"name": self.name, "available": self.available, "reason": self.reason, "recipes": list(self.recipes)}
 
 
-def bundled_recipes(robot: ModuleType) -> list[Path]:
-    """The recipes shipped next to the robot's package (robots/<name>/recipes/*.jsonl)."""
-    origin = getattr(robot, "__file__", None)
-    if not origin:
-        return []
-    folder = Path(origin).resolve().parent / "recipes"
-    return sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
-
-
 def planner_choices(args: argparse.Namespace, spec: RobotSpec, robot: ModuleType) -> list[PlannerChoice]:
-    recipes = [str(p) for p in bundled_recipes(robot)]
+    recipes = [str(p) for p in spec.bundled_recipes()]
     given = getattr(args, "recipe", None)
     if given and str(Path(given).resolve()) not in recipes:
         recipes.insert(0, str(Path(given).resolve()))

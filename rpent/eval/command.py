@@ -51,8 +51,6 @@ def add_eval_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentPa
     parser.add_argument("--cpus-per-episode", type=float, help="Ray CPUs each episode declares (default 1)")
     parser.add_argument("--memory-per-episode-mb", type=int, help="Ray memory each episode declares (default 3072)")
     parser.add_argument("--gpus-per-episode", type=float, help="Ray GPUs each episode declares (default 0)")
-    parser.add_argument("--sim-hosts", help="loopback addresses the episodes' simulators share out, e.g. 127.0.0.140-169 "
-                        "(default 127.0.0.1-254): each concurrent episode gets a block of its own (robots with --sim-hosts)")
     parser.add_argument("--ray-address", help="an existing Ray cluster (host:port); default: a local one on 127.0.0.1")
     parser.add_argument("--num-cpus", type=int, help="CPUs of the local Ray instance (default: all)")
     parser.add_argument("--ray-temp-dir", help="session folder of the local Ray instance (default Ray's, /tmp/ray)")
@@ -65,10 +63,19 @@ def _overrides(args: argparse.Namespace) -> dict:
            for name in ("tasks", "init_states", "seeds")}
     names = ("robot", "suites", "repeats", "planner", "recipe", "model", "base_url", "api_key_env", "vla_endpoint",
              "max_turns", "max_wall_time_s", "token_budget", "retries", "concurrency", "cpus_per_episode",
-             "memory_per_episode_mb", "gpus_per_episode", "sim_hosts")
+             "memory_per_episode_mb", "gpus_per_episode")
     values = {name: getattr(args, name) for name in names}
     values["robot_args"] = list(args.robot_args) or None
     return {**values, **ids}
+
+
+def _in_flag_terms(message: str, args: argparse.Namespace) -> str:
+    """A sweep field's refusal names the flag it came from (`--repeats: ...`), as rpent run's do."""
+    field, sep, rest = message.partition(": ")
+    if not sep or getattr(args, field, None) is None:
+        return message  # from the sweep file, or no field at all
+    flag = {"max_wall_time_s": "--max-wall-time"}.get(field, "--" + field.replace("_", "-"))
+    return f"{flag}: {rest}"
 
 
 def eval_command(args: argparse.Namespace) -> int:
@@ -80,9 +87,8 @@ def eval_command(args: argparse.Namespace) -> int:
         else:
             if not args.out:
                 raise SweepError("--out: required (the sweep folder)")
-            # Paths as typed, made absolute here: the episodes run in a Ray worker's folder.
-            out = Path(args.out).expanduser().absolute()
-            sweep = load_sweep(args.sweep, _overrides(args)).with_paths_from(Path.cwd())
+            out = Path(args.out)
+            sweep = load_sweep(args.sweep, _overrides(args))
             from rpent.eval.schedule import run_sweep
 
             outcome = run_sweep(sweep, out, ray_address=args.ray_address, num_cpus=args.num_cpus,
@@ -92,7 +98,7 @@ def eval_command(args: argparse.Namespace) -> int:
                   f"tokens {outcome.tokens_used}", file=sys.stderr)
         results = summarise(out)
     except SweepError as exc:
-        print(f"rpent: error: {exc}", file=sys.stderr)
+        print(f"rpent: error: {_in_flag_terms(str(exc), args)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("rpent eval: interrupted; the same command resumes the sweep", file=sys.stderr)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import re
 import string
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -131,9 +132,22 @@ class RobotSpec:
     #: The robot's Toolkit subclass; `list_tools` reads its `tools` without starting any hardware.
     toolkit_class: type[Toolkit] = Toolkit
 
-    def list_tools(self) -> list[Tool]:
-        """Every tool a run offers (robot tools, then the common file/image tools), hardware untouched."""
+    def list_tools(self, args: argparse.Namespace | None = None) -> list[Tool]:
+        """Every tool a run offers (robot tools, then the common file/image tools), hardware untouched.
+
+        `args`: the run's flags, for a robot whose tools depend on its configuration (franka's
+        schema ranges come from its safety envelope); None means the defaults.
+        """
         return Toolkit(tools=self.toolkit_class.tools).list_tools()
+
+    def bundled_recipes(self) -> list[Path]:
+        """The recipes shipped with the robot: `recipes/*.jsonl` in the package of its spec."""
+        module = sys.modules.get(type(self).__module__)
+        origin = getattr(module, "__file__", None)
+        if not origin:
+            return []
+        folder = Path(origin).resolve().parent / "recipes"
+        return sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
 
     def add_cli_args(self, parser: argparse.ArgumentParser) -> None:
         """Add the robot's own flags (the runner adds --task, --output-dir, --max-turns ...)."""

@@ -11,11 +11,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from rpent.planner.base import Planner, build_planner
+from rpent.robot import ConfigError, RobotSpec
 from rpent.runner.artifacts import run_id_for
 from rpent.runner.logs import FanOutSink, ProgressSink, add_run_log
 from rpent.runner.task import TaskRun
-from rpent.planner.base import Planner, build_planner
-from rpent.robot import ConfigError, RobotSpec
 from rpent.tools.record import open_segment
 
 log = logging.getLogger("rpent.run")
@@ -47,11 +47,11 @@ def in_flag_terms(message: str) -> str:
     return f"{OPTION_FLAGS[option]}: {rest}" if sep and option in OPTION_FLAGS else message
 
 
-def planner_options(args: argparse.Namespace) -> dict[str, Any]:
+def planner_options(args: argparse.Namespace, spec: RobotSpec | None = None) -> dict[str, Any]:
     """CLI flags -> keyword options of the chosen planner."""
     if args.planner == "replay":
         if not getattr(args, "recipe", None):
-            raise ConfigError("--recipe: required with --planner replay")
+            raise ConfigError("--recipe: required with --planner replay" + _bundled_recipes_hint(spec))
         return {"recipe": args.recipe, "continue_on_error": getattr(args, "continue_on_error", False)}
     options: dict[str, Any] = {}
     for flag, option in (("model", "model"), ("base_url", "base_url"), ("api_key_env", "api_key_env"),
@@ -63,11 +63,20 @@ def planner_options(args: argparse.Namespace) -> dict[str, Any]:
     return options
 
 
+def _bundled_recipes_hint(spec: RobotSpec | None) -> str:
+    recipes = spec.bundled_recipes() if spec is not None else []
+    if not recipes:
+        return ""
+    here = Path.cwd()
+    names = [str(p.relative_to(here)) if p.is_relative_to(here) else str(p) for p in recipes]
+    return f"; {spec.name}'s bundled recipes: {', '.join(names)}"
+
+
 def make_planner(args: argparse.Namespace, spec: RobotSpec) -> Planner:
     """Build and pre-check the planner; any problem is a ConfigError raised before anything starts."""
     if args.max_turns < 1:
         raise ConfigError(f"--max-turns: must be >= 1, got {args.max_turns}")
-    options = planner_options(args)
+    options = planner_options(args, spec)
     try:
         planner = build_planner(args.planner, **options)
         check_tools = getattr(planner, "check_tools", None)

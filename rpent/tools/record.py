@@ -34,6 +34,7 @@ from typing import Any
 SEGMENTS_FILE = "segments.jsonl"
 #: A directory holding any of these is an RPent run record (the last three predate segments.jsonl).
 RECORD_MARKERS = (SEGMENTS_FILE, "steps.jsonl", "result.json", "run.log")
+_SHOWN_ENTRIES = 5  # of a used directory's entries, in its refusal
 
 
 class RecordError(ValueError):
@@ -89,7 +90,7 @@ def attach_segment(output_dir: str | Path, *, option: str = "output_dir") -> Seg
             return Segment(path, 1)
         number = _open_claim(path)
         if number is None or _ledger(path)[0][number]["pid"] != pid:
-            raise _not_empty(path, option, None)
+            raise _not_empty(path, os.listdir(path), option, None)
         _append(path, {"segment": number, "toolkit_at": now, "pid": pid})
     return Segment(path, number)
 
@@ -101,7 +102,7 @@ def adopt_segment(output_dir: str | Path, *, option: str = "output_dir") -> Segm
     with _locked(Path(output_dir), option, None) as path:
         number = _open_claim(path) if os.listdir(path) else 1
         if number is None:
-            raise _not_empty(path, option, None)
+            raise _not_empty(path, os.listdir(path), option, None)
         _append(path, {"segment": number, "claimed_at": round(time.time(), 3), "pid": os.getpid(),
                        "resumed": number > 1, "adopted": True})
     return Segment(path, number)
@@ -124,9 +125,21 @@ def _locked(path: Path, option: str, resume_option: str | None) -> Iterator[Path
         os.close(fd)
 
 
-def _not_empty(path: Path, option: str, resume_option: str | None) -> RecordError:
-    hint = f" (pass {resume_option} to continue the run record there as a new segment)" if resume_option else ""
-    return RecordError(f"{option}: {path} is not empty; each run needs a new or empty directory{hint}")
+def _not_empty(path: Path, entries: list[str], option: str, resume_option: str | None) -> RecordError:
+    if is_run_record(entries):
+        hint = f" (pass {resume_option} to continue that record as a new segment)" if resume_option else ""
+        return RecordError(f"{option}: {path} is not empty: it holds a run record; each run needs a new or empty "
+                           f"directory{hint}")
+    # Not a record: --resume would be refused too, so say what the folder holds instead.
+    names = sorted(name + "/" if (path / name).is_dir() else name for name in entries)
+    shown = ", ".join(names[:_SHOWN_ENTRIES]) + (f" and {len(names) - _SHOWN_ENTRIES} more" if len(names) > _SHOWN_ENTRIES else "")
+    return RecordError(f"{option}: {path} is not empty and not a run record (it holds {shown}); "
+                       f"each run needs a new or empty directory")
+
+
+def is_run_record(entries: list[str]) -> bool:
+    """Whether a directory holding `entries` is an RPent run record."""
+    return any(name in entries for name in RECORD_MARKERS)
 
 
 def _next_number(path: Path, resume: bool, option: str, resume_option: str | None) -> int:
@@ -134,8 +147,8 @@ def _next_number(path: Path, resume: bool, option: str, resume_option: str | Non
     if not entries:
         return 1
     if not resume:
-        raise _not_empty(path, option, resume_option)
-    if not any(name in entries for name in RECORD_MARKERS):
+        raise _not_empty(path, entries, option, resume_option)
+    if not is_run_record(entries):
         raise RecordError(f"{option}: {path} is not an RPent run record (no {', '.join(RECORD_MARKERS)}); "
                           f"{resume_option} only continues a record")
     claims, _ = _ledger(path)

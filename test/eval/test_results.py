@@ -99,7 +99,7 @@ def test_rpent_eval_refuses_a_bad_sweep_with_exit_2_and_the_field(tmp_path):
                            "--repeats", "0", "--out", str(tmp_path / "o")], cwd=REPO, capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 2
-    assert "rpent: error: repeats: Input should be greater than or equal to 1" in done.stderr
+    assert "rpent: error: --repeats: must be >= 1, got 0" in done.stderr  # the flag, in the house's words
     assert not (tmp_path / "o").exists()  # refused before anything was written
 
 
