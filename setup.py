@@ -18,8 +18,10 @@ CORE = [
 ]
 # SciPy: the least-squares refinement of hand-eye calibration (robots/franka/handeye.py); 1.17 needs
 # Python 3.11, 1.15 is the last for Ubuntu 22.04's 3.10 (ROS 2 Humble).
+# OpenCV below 5: cv_bridge builds its type table from OpenCV 4's CV_* numbers, and with OpenCV 5
+# every camera publish fails with `KeyError: 16` (CV_8UC3); package.xml bounds python3-opencv alike.
 SIM = [
-    "franky-control==2.0.0", "franky-sim==1.0.4", "opencv-python>=4.9",
+    "franky-control==2.0.0", "franky-sim==1.0.4", "opencv-python>=4.9,<5",
     "scipy==1.17.1; python_version >= '3.11'", "scipy==1.15.3; python_version < '3.11'",
 ]
 # Intel RealSense D4xx cameras (camera kind: realsense). 2.59 reads and writes recordings as .db3;

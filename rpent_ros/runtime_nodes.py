@@ -34,6 +34,7 @@ from rpent.robot import ConfigError
 from rpent.runtime.arm import RuntimeFault
 from rpent.runtime.camera import capture_frame
 from rpent_ros import node_main
+from rpent_ros.diagnostics import PublisherDiagnostics
 from rpent_ros.managed_node import ManagedRuntimeNode
 from rpent_ros.params import NodeParameters, Param
 from rpent_ros.robot_description import ArmDescription, UrdfError, base_xyz_for, load_arm_description
@@ -275,6 +276,7 @@ class CameraNode(ManagedRuntimeNode):
     def start_telemetry(self, camera: Any) -> None:
         if self.telemetry is None:
             self.telemetry = CameraTelemetry(self, self.runtime_name, cloud_stride=self.params["cloud_stride"])
+            self.diagnostics.watch(self.telemetry.health)  # pictures that cannot go out: ERROR, counted
         telemetry = self.telemetry
         telemetry.mount = getattr(camera, "mount", None)
         self.every(self.params["publish_rate_hz"], lambda: telemetry.publish(capture_frame(camera)), active_only=True)
@@ -337,11 +339,14 @@ class FrankaSimNode(RuntimeNode):
             raise ConfigError(f"parameter hosts: {arms} arms need {arms} addresses, got {p['hosts']}")
         scene = sim_scene(arm_names, p["safety_file"], p["sim_seed"], p["camera_width"] / p["camera_height"])
         self.sim = FrankaSim(scene, hostnames=p["hosts"][:arms]).start()
+        published = []
         for name in [c.name for c in scene.cameras] + [c.name for c in scene.wrist_cameras]:
             camera = MujocoCamera(self.sim, name, p["camera_width"], p["camera_height"], arm_names=arm_names)
             self.serve(name, camera, CAMERA_METHODS)
             telemetry = CameraTelemetry(self, name, mount=camera.mount, cloud_stride=p["cloud_stride"])
             self.every(p["publish_rate_hz"], lambda c=camera, t=telemetry: t.publish(c.capture_frame()))
+            published.append(telemetry.health)
+        PublisherDiagnostics(self, published, "franky-sim")  # a camera that cannot publish: ERROR there
         self.owned.append(self.sim)  # closed after its cameras
         seed = "fixed scene" if p["sim_seed"] is None else f"random scene of seed {p['sim_seed']}"
         self.get_logger().info(f"franky-sim running ({seed}): arms at {', '.join(self.sim.hosts)}")

@@ -29,6 +29,7 @@ from rpent_ros.camera_topics import (
     optical_frame,
     stamp_parts,
 )
+from rpent_ros.diagnostics import PublishHealth
 from rpent_ros.image_msgs import depth_to_image_msg, frame_to_image_msg
 from rpent_ros.robot_description import ArmDescription, LinkTransform, quaternion_xyzw, transform
 
@@ -134,7 +135,9 @@ class CameraTelemetry:
 
     `mount` (a robots.franka.camera_mount.CameraMount) hangs a calibrated wrist camera under its
     arm's flange; without it the frame's own pose places the camera. `cloud_stride` keeps every
-    n-th pixel in each direction for the point cloud (0: no cloud).
+    n-th pixel in each direction for the point cloud (0: no cloud). `health` counts the frames sent
+    and those that could not be (the error still goes up to the caller): a node's diagnostics watch
+    it, so a camera whose topics went silent is an ERROR there (rpent_ros.diagnostics).
     """
 
     def __init__(self, node: Node, camera: str, *, mount: CameraMount | None = None, cloud_stride: int = 2) -> None:
@@ -151,8 +154,17 @@ class CameraTelemetry:
         # Its own latched publisher: a late subscriber gets this camera's last static transform.
         self.tf_static = node.create_publisher(TFMessage, "/tf_static", LATCHED)
         self._static_sent: CameraPlacement | None = None
+        self.health = PublishHealth(f"camera {camera}")
 
     def publish(self, frame: CameraFrame) -> None:
+        try:
+            self._publish(frame)
+        except Exception as exc:
+            self.health.failure(exc)
+            raise
+        self.health.sent()
+
+    def _publish(self, frame: CameraFrame) -> None:
         sec, nanosec = stamp_parts(frame.stamp_s) if is_real_stamp(frame.stamp_s) else (None, None)
         stamp = Time(sec=sec, nanosec=nanosec) if sec is not None else self.node.get_clock().now().to_msg()
         header = Header(stamp=stamp, frame_id=optical_frame(self.camera))

@@ -312,3 +312,19 @@ def test_package_xml_pytest_range_holds_the_pytest_setup_py_pins_for_the_ros_tes
     assert element.attrib and pins[0] in allowed, f"package.xml allows pytest {allowed}, setup.py pins {pins[0]}"
     # Jazzy's launch_testing / launch_pytest fail to load with pytest 8.4 and later.
     assert "8.4.0" not in allowed and "9.2.0" not in allowed
+
+
+def test_opencv_is_bounded_below_5_where_cv_bridge_no_longer_converts_images():
+    """cv_bridge builds its type table from OpenCV 4's CV_* numbers: under OpenCV 5 every camera
+    publish fails with `KeyError: 16` (CV_8UC3), so both the pip and the rosdep requirement stop at 5."""
+    from packaging.requirements import Requirement
+    from packaging.specifiers import SpecifierSet
+
+    tree = ast.parse((ROOT / "setup.py").read_text(encoding="utf-8"))
+    texts = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    (opencv,) = [Requirement(t) for t in texts if t.startswith("opencv-python")]
+    assert "4.14.0" in opencv.specifier and "5.0.0" not in opencv.specifier, opencv
+    (element,) = [e for e in manifest() if (e.text or "").strip() == "python3-opencv"]
+    words = {"version_gte": ">=", "version_gt": ">", "version_lt": "<", "version_lte": "<=", "version_eq": "=="}
+    allowed = SpecifierSet(",".join(f"{words[name]}{value}" for name, value in element.attrib.items()))
+    assert "4.6.0" in allowed and "5.0.0" not in allowed, f"package.xml allows python3-opencv {allowed}"
