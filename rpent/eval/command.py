@@ -51,6 +51,8 @@ def add_eval_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentPa
     parser.add_argument("--cpus-per-episode", type=float, help="Ray CPUs each episode declares (default 1)")
     parser.add_argument("--memory-per-episode-mb", type=int, help="Ray memory each episode declares (default 3072)")
     parser.add_argument("--gpus-per-episode", type=float, help="Ray GPUs each episode declares (default 0)")
+    parser.add_argument("--sim-hosts", help="loopback addresses the episodes' simulators share out, e.g. 127.0.0.140-169 "
+                        "(default 127.0.0.1-254): each concurrent episode gets a block of its own (robots with --sim-hosts)")
     parser.add_argument("--ray-address", help="an existing Ray cluster (host:port); default: a local one on 127.0.0.1")
     parser.add_argument("--num-cpus", type=int, help="CPUs of the local Ray instance (default: all)")
     parser.add_argument("--ray-temp-dir", help="session folder of the local Ray instance (default Ray's, /tmp/ray)")
@@ -63,7 +65,7 @@ def _overrides(args: argparse.Namespace) -> dict:
            for name in ("tasks", "init_states", "seeds")}
     names = ("robot", "suites", "repeats", "planner", "recipe", "model", "base_url", "api_key_env", "vla_endpoint",
              "max_turns", "max_wall_time_s", "token_budget", "retries", "concurrency", "cpus_per_episode",
-             "memory_per_episode_mb", "gpus_per_episode")
+             "memory_per_episode_mb", "gpus_per_episode", "sim_hosts")
     values = {name: getattr(args, name) for name in names}
     values["robot_args"] = list(args.robot_args) or None
     return {**values, **ids}
@@ -87,8 +89,9 @@ def eval_command(args: argparse.Namespace) -> int:
         else:
             if not args.out:
                 raise SweepError("--out: required (the sweep folder)")
-            out = Path(args.out)
-            sweep = load_sweep(args.sweep, _overrides(args))
+            # Paths as typed, made absolute here: the episodes run in a Ray worker's folder.
+            out = Path(args.out).expanduser().absolute()
+            sweep = load_sweep(args.sweep, _overrides(args)).with_paths_from(Path.cwd())
             from rpent.eval.schedule import run_sweep
 
             outcome = run_sweep(sweep, out, ray_address=args.ray_address, num_cpus=args.num_cpus,

@@ -16,14 +16,16 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from rpent.loopback import hosts_text, loopback_hosts, split_hosts
 from rpent.robot import ConfigError
 from rpent.rule_words import pydantic_rule
 
 #: Placeholders a recipe path may use; each episode fills in its own values.
 RECIPE_FIELDS = ("robot", "suite", "task", "init_state", "seed", "repeat")
 REGISTRY_PLANNERS = ("api", "claude_code", "codex", "replay")
-#: Robots whose simulators bind fixed loopback addresses: two episodes on one node would collide.
-FIXED_ADDRESS_ROBOTS = frozenset({"franka", "dual_franka"})
+#: The loopback addresses simulated robots' episodes share out (robots with a --sim-hosts flag, e.g.
+#: franka's franky-sim, which binds one address per arm): each concurrent episode gets a block of its own.
+DEFAULT_SIM_HOSTS = "127.0.0.1-254"
 
 
 class SweepError(ConfigError):
@@ -58,6 +60,8 @@ class Sweep(BaseModel):
     memory_per_episode_mb: int = Field(default=3072, ge=64)
     gpus_per_episode: float = Field(default=0.0, ge=0)
     memory_dir: str | None = Field(default=None, description="shared robot memory; default: one empty memory per episode")
+    sim_hosts: str = Field(default=DEFAULT_SIM_HOSTS, description="loopback addresses of the episodes' simulators "
+                           "(--sim-hosts); each concurrent episode gets its own block of them")
     memory_access: str = "read-only"
 
     @field_validator("tasks", "init_states", "seeds")
@@ -104,13 +108,40 @@ class Sweep(BaseModel):
             raise ValueError(f"unknown placeholder(s) {sorted(unknown)}; known: {', '.join(RECIPE_FIELDS)}")
         return value
 
+    @field_validator("sim_hosts")
+    @classmethod
+    def _loopback_range(cls, value: str) -> str:
+        try:
+            loopback_hosts(value, "sim_hosts")
+        except ValueError as exc:  # pydantic puts the field's name in front itself
+            raise ValueError(str(exc).removeprefix("sim_hosts: ")) from None
+        return value
+
     @model_validator(mode="after")
     def _consistent(self) -> Sweep:
         if self.planner == "replay" and not self.recipe:
             raise ValueError("recipe: required with planner replay")
-        if self.robot in FIXED_ADDRESS_ROBOTS and self.concurrency > 1:
-            raise ValueError(f"concurrency: must be 1 for {self.robot} (its simulator binds fixed loopback addresses)")
+        count = len(loopback_hosts(self.sim_hosts, "sim_hosts"))
+        if count < self.concurrency:
+            raise ValueError(f"sim_hosts: {count} addresses cannot give each of {self.concurrency} concurrent episodes "
+                             "one of its own; name more, or lower concurrency")
         return self
+
+    def sim_host_blocks(self) -> list[str]:
+        """One block of `sim_hosts` per concurrent episode (as --sim-hosts takes it), disjoint."""
+        return [hosts_text(block) for block in split_hosts(loopback_hosts(self.sim_hosts, "sim_hosts"), self.concurrency)]
+
+    def with_paths_from(self, folder: Path) -> Sweep:
+        """The sweep with its relative paths (recipe, memory_dir) made absolute against `folder`, where
+        it was typed: a Ray worker runs in another folder, often on another machine."""
+        update = {}
+        for name in ("recipe", "memory_dir"):
+            value = getattr(self, name)
+            if value is not None and not Path(value).expanduser().is_absolute():
+                update[name] = str(folder / Path(value).expanduser())
+            elif value is not None:
+                update[name] = str(Path(value).expanduser())
+        return self.model_copy(update=update)
 
     def episodes(self) -> list[Episode]:
         """Every episode of the sweep, in a stable order (the order of results.json)."""

@@ -42,7 +42,9 @@ def test_episodes_are_the_product_of_the_swept_axes_and_repeats_in_a_stable_orde
     ({"robot": "toy", "recipe": "r/{suite}_{colour}.jsonl"}, "recipe: unknown placeholder(s) ['colour']"),
     ({"robot": "toy", "recipe": TOY_RECIPE, "planner": "gpt"}, "planner: must be one of api, claude_code, codex, replay"),
     ({"robot": "toy", "recipe": TOY_RECIPE, "repeat": 2}, "repeat: unknown field"),
-    ({"robot": "franka", "planner": "api", "concurrency": 2}, "concurrency: must be 1 for franka"),
+    ({"robot": "franka", "planner": "api", "sim_hosts": "10.0.0.5"}, "sim_hosts: 10.0.0.5 is not a loopback address"),
+    ({"robot": "franka", "planner": "api", "concurrency": 3, "sim_hosts": "127.0.0.140-141"},
+     "sim_hosts: 2 addresses cannot give each of 3 concurrent episodes one of its own"),
     ({"robot": "toy", "recipe": TOY_RECIPE, "token_budget": 0}, "token_budget: must be >= 1, got 0"),
 ])
 def test_a_bad_sweep_is_refused_naming_the_field_and_the_rule(data, message):
