@@ -13,8 +13,6 @@ The arm, gripper and camera nodes are managed nodes, taken to `runtime_state` (d
 A node that dies ends the launch; the others stop their motion and save their records.
 """
 
-from launch_ros.actions import Node
-
 from launch import LaunchDescription
 from rpent_ros.launch_helpers import (
     DASHBOARD_ARGUMENTS,
@@ -24,6 +22,7 @@ from rpent_ros.launch_helpers import (
     dashboard_on,
     describe,
     planner_and_bridge,
+    ros_node,
     rviz_node,
     sim_seed,
 )
@@ -32,6 +31,8 @@ from rpent_ros.runtime_launch import cameras_node_of, robot_runtime_nodes, runti
 ARGUMENTS = [
     ("use_sim", "false", "true: start franky-sim with two arms on sim_hosts and simulated cameras"),
     ("sim_hosts", "127.0.0.1,127.0.0.2", "with use_sim: the loopback addresses franky-sim binds for the left and right arm"),
+    ("sim_joint_record", "", "with use_sim: a file franky-sim appends both arms' true joint positions to, 10 times a "
+                             "second (JSON lines): what moved, whatever the ROS graph says"),
     SIM_SEED_ARGUMENT,
     RUNTIME_STATE_ARGUMENT,
     ("config", "", "deployment YAML: arms (FCI hosts), cameras, safety file; the arm, gripper and camera nodes are the "
@@ -88,7 +89,8 @@ def _nodes(get):
 
         def deployment(part):
             if part.node_type == "franka_sim_node":
-                return {"hosts": [ips[a] for a in arms], **seed, **safety}
+                record = {"joint_record": get("sim_joint_record")} if get("sim_joint_record") else {}
+                return {"hosts": [ips[a] for a in arms], **seed, **safety, **record}
             if part.protocol not in ("arm", "gripper"):
                 return {}
             params = {**({"ip": ips[part.name]} if part.name in ips else {}), **safety}
@@ -103,13 +105,14 @@ def _nodes(get):
                       **(seed if mode == "inprocess" else {})}
     if get("output_dir"):
         toolkit_params["output_dir"] = get("output_dir")
-    nodes.append(Node(package="rpent", executable="toolkit_node", name="toolkit", parameters=[toolkit_params], output="screen"))
+    nodes.append(ros_node(get, package="rpent", executable="toolkit_node", name="toolkit", parameters=[toolkit_params],
+                          output="screen"))
     nodes += planner_and_bridge(get, "dual_franka")
     if dashboard_on(get):
         # Camera topics exist only when the cameras run in their own node.
         nodes.append(dashboard_node(get, "dual_franka", cameras_node))
     if get("rviz").lower() == "true":
-        nodes.append(rviz_node("rpent.rviz"))
+        nodes.append(rviz_node(get, "rpent.rviz"))
     return nodes
 
 

@@ -9,8 +9,6 @@
 A node that dies (a planner that cannot start, say) ends the launch; the others stop cleanly.
 """
 
-from launch_ros.actions import Node
-
 from launch import LaunchDescription
 from rpent_ros.launch_helpers import (
     DASHBOARD_ARGUMENTS,
@@ -19,6 +17,7 @@ from rpent_ros.launch_helpers import (
     dashboard_on,
     describe,
     planner_and_bridge,
+    ros_node,
     rviz_node,
     sim_seed,
 )
@@ -46,12 +45,12 @@ def _nodes(get):
     for key in ("config", "output_dir", "task"):
         if get(key):
             params[key] = get(key)
-    toolkit = Node(package="rpent", executable="toolkit_node", name="toolkit", parameters=[params], output="screen")
+    toolkit = ros_node(get, package="rpent", executable="toolkit_node", name="toolkit", parameters=[params], output="screen")
     nodes = [toolkit, *planner_and_bridge(get, "franka")]
     if dashboard_on(get):  # the cameras live inside the toolkit node: the views are its observation images
         nodes.append(dashboard_node(get, "franka"))
     if rviz:
-        nodes.append(rviz_node("franka.rviz"))
+        nodes.append(rviz_node(get, "franka.rviz"))
     return nodes
 
 

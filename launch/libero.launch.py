@@ -4,10 +4,8 @@
     ros2 launch rpent libero.launch.py suite:=libero_spatial task_id:=3 planner:=api mcp_bridge:=true
 """
 
-from launch_ros.actions import Node
-
 from launch import LaunchDescription
-from rpent_ros.launch_helpers import describe, planner_and_bridge
+from rpent_ros.launch_helpers import describe, planner_and_bridge, ros_node
 
 ARGUMENTS = [
     ("suite", "libero_object", "libero_spatial | libero_object | libero_goal | libero_10 | libero_90"),
@@ -24,7 +22,7 @@ def _nodes(get):
     for key in ("env_endpoint", "vla_endpoint", "output_dir"):
         if get(key):
             params[key] = get(key)
-    toolkit = Node(package="rpent", executable="toolkit_node", name="toolkit", parameters=[params], output="screen")
+    toolkit = ros_node(get, package="rpent", executable="toolkit_node", name="toolkit", parameters=[params], output="screen")
     return [toolkit, *planner_and_bridge(get, "libero", **task)]
 
 

@@ -78,6 +78,7 @@ class DashboardNode(Node):
 
 def main(args: list[str] | None = None) -> None:
     # uvicorn owns Ctrl-C/SIGTERM here: the session must abort the task and save its record first.
+    node_main.check_security(args)
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     forward_python_logging()
     node = node_main.build("dashboard_node", DashboardNode)  # a bad parameter: its name and rule, exit 2

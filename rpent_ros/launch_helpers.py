@@ -1,6 +1,7 @@
 """What RPent launch files share: the planner node, MCP bridge and dashboard on request, runtime
-nodes taken through their lifecycle, and one rule for a node that dies (the launch ends, the
-others stop cleanly)."""
+nodes taken through their lifecycle, one rule for a node that dies (the launch ends, the others stop
+cleanly), and who can reach the nodes (rpent_ros/launch_graph.py: this machine only unless opened,
+each node in its own SROS2 enclave with security:=true)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from launch.event_handlers import OnProcessExit
 from launch.events import Shutdown, matches_action
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import LifecycleNode, Node
+
+from rpent_ros.launch_graph import GRAPH_ARGUMENTS, Graph, apply
 
 Argument = tuple[str, str, str]
 
@@ -42,6 +45,16 @@ def dashboard_on(get: Callable[[str], str]) -> bool:
     return get("dashboard").lower() == "true"
 
 
+def ros_node(get: Callable[[str], str], *, enclave: str | None = None, lifecycle: bool = False, **node: Any) -> Node:
+    """A launch_ros Node (or LifecycleNode) of this package's launches: with security:=true it runs in the
+    enclave /rpent/<enclave or its name>, which `describe` checks in the keystore before anything starts."""
+    name = enclave or node["name"]
+    ros_arguments = Graph.from_arguments(get).ros_arguments(name)
+    action = (LifecycleNode if lifecycle else Node)(**node, **({"ros_arguments": ros_arguments} if ros_arguments else {}))
+    action.rpent_enclave = name  # read by describe(); launch_ros expands the node's own name only when it runs
+    return action
+
+
 def dashboard_node(get: Callable[[str], str], robot: str, cameras_node: str = "") -> Node:
     """The dashboard against /toolkit; camera views from `/<cameras_node>/<channel>/image_raw`."""
     planner = get("planner") if get("planner") != "none" else "api"
@@ -51,7 +64,7 @@ def dashboard_node(get: Callable[[str], str], robot: str, cameras_node: str = ""
         params["recipe"] = get("recipe")
     if get("output_dir"):  # beside the toolkit node's own task-NNN records, not among them
         params["output_dir"] = f"{get('output_dir')}/dashboard"
-    return Node(package="rpent", executable="dashboard_node", name="dashboard", parameters=[params], output="screen")
+    return ros_node(get, package="rpent", executable="dashboard_node", name="dashboard", parameters=[params], output="screen")
 
 
 def planner_and_bridge(get: Callable[[str], str], robot: str, **planner_params: Any) -> list[Node]:
@@ -64,10 +77,12 @@ def planner_and_bridge(get: Callable[[str], str], robot: str, **planner_params: 
                 params[key] = get(key)
         if get("output_dir"):  # transcript and result.json beside the toolkit node's record
             params["output_dir"] = f"{get('output_dir')}/planner"
-        nodes.append(Node(package="rpent", executable="planner_node", name="planner", parameters=[params], output="screen"))
+        nodes.append(ros_node(get, package="rpent", executable="planner_node", name="planner", parameters=[params],
+                              output="screen"))
     if get("mcp_bridge").lower() == "true":
-        nodes.append(Node(package="rpent", executable="mcp_bridge_node", name="mcp_bridge", output="screen",
-                          parameters=[{"transport": "http", "port": int(get("mcp_port")), "toolkit_namespace": "/toolkit"}]))
+        nodes.append(ros_node(get, package="rpent", executable="mcp_bridge_node", name="mcp_bridge", output="screen",
+                              parameters=[{"transport": "http", "port": int(get("mcp_port")),
+                                           "toolkit_namespace": "/toolkit"}]))
     return nodes
 
 
@@ -80,7 +95,7 @@ def managed_node(get: Callable[[str], str], **node: Any) -> list[Any]:
     state = get("runtime_state")
     if state not in RUNTIME_STATES:
         raise ValueError(f"launch argument runtime_state: must be one of {', '.join(RUNTIME_STATES)}, got {state!r}")
-    action = LifecycleNode(namespace="", **node)
+    action = ros_node(get, lifecycle=True, namespace="", **node)
 
     def change(transition: int) -> EmitEvent:
         return EmitEvent(event=ChangeState(lifecycle_node_matcher=matches_action(action), transition_id=transition))
@@ -124,15 +139,25 @@ def describe(arguments: Sequence[Argument], nodes: Callable[[Callable[[str], str
     """Declare `arguments` (+ the planner ones and `extra`) and build the nodes from their values at launch time."""
 
     def build(context: Any, *args: Any, **kwargs: Any) -> list[Any]:
-        return end_when_one_dies(nodes(lambda name: LaunchConfiguration(name).perform(context)))
+        def get(name: str) -> str:
+            return LaunchConfiguration(name).perform(context)
 
-    declared = [DeclareLaunchArgument(n, default_value=d, description=t) for n, d, t in [*arguments, *PLANNER_ARGUMENTS, *extra]]
+        graph = Graph.from_arguments(get)
+        entities = nodes(get)
+        # Every enclave before any process starts: a missing one names its file, nothing runs unsecured.
+        graph.check(sorted({e.rpent_enclave for e in entities if hasattr(e, "rpent_enclave")}))
+        apply(graph, context)
+        return end_when_one_dies(entities)
+
+    declared = [DeclareLaunchArgument(n, default_value=d, description=t)
+                for n, d, t in [*arguments, *PLANNER_ARGUMENTS, *extra, *GRAPH_ARGUMENTS]]
     return [*declared, OpaqueFunction(function=build)]
 
 
-def rviz_node(config_name: str) -> Node:
-    """rviz2 with one of this package's configs (config/<config_name>)."""
+def rviz_node(get: Callable[[str], str], config_name: str) -> Node:
+    """rviz2 with one of this package's configs (config/<config_name>), in the read-only monitor enclave."""
     from ament_index_python.packages import get_package_share_directory
 
     config = f"{get_package_share_directory('rpent')}/config/{config_name}"
-    return Node(package="rviz2", executable="rviz2", arguments=["-d", config], output="screen")
+    return ros_node(get, enclave="monitor", package="rviz2", executable="rviz2", arguments=["-d", config],
+                    output="screen")

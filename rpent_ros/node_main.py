@@ -15,6 +15,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, NoReturn
 
 import rclpy
@@ -23,6 +24,7 @@ from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
 from rpent_ros.logging_bridge import forward_python_logging
+from rpent_ros.security.keystore import SecurityConfigError, check_node_security
 from rpent_ros.signals import shield_shutdown
 from rpent_ros.spinning import BackgroundSpin
 
@@ -30,9 +32,20 @@ from rpent_ros.spinning import BackgroundSpin
 CONFIG_EXIT = 2
 
 
+def check_security(args: list[str] | None) -> None:
+    """Before rclpy.init: with ROS_SECURITY_ENABLE=true, a keystore, enclave or certificate that cannot
+    be used stops the node with one line naming the file, and exit 2 (rcl would fail deep in a traceback)."""
+    try:
+        check_node_security(sys.argv if args is None else args)
+    except SecurityConfigError as exc:
+        print(f"{Path(sys.argv[0]).name}: {exc}", file=sys.stderr, flush=True)
+        raise SystemExit(CONFIG_EXIT) from None
+
+
 def init(args: list[str] | None) -> None:
     """rclpy.init without rclpy's signal handlers; SIGINT and SIGTERM (launch's second step) raise
     KeyboardInterrupt in the main thread until `wait_for_signal` or a shutdown takes them over."""
+    check_security(args)
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     forward_python_logging()
     if threading.current_thread() is threading.main_thread():

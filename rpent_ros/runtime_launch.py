@@ -9,11 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from launch_ros.actions import Node
-
 from rpent.robot import load_robot
 from rpent.robot.components import RuntimeNodeComponent
-from rpent_ros.launch_helpers import managed_node
+from rpent_ros.launch_helpers import managed_node, ros_node
 from rpent_ros.params import flag_errors_as_parameters, namespace_from_params
 from rpent_ros.remote_runtime import declared_parts
 
@@ -42,7 +40,7 @@ def runtime_node_actions(get: Callable[[str], str], parts: Sequence[RuntimeNodeC
     actions: list[Any] = []
     for name, (node_type, params) in nodes.items():
         node = {"package": "rpent", "executable": node_type, "name": name, "parameters": [params], "output": "screen"}
-        actions += managed_node(get, **node) if node_type in MANAGED_NODE_TYPES else [Node(**node)]
+        actions += managed_node(get, **node) if node_type in MANAGED_NODE_TYPES else [ros_node(get, **node)]
     return actions
 
 

@@ -21,9 +21,12 @@ cloud and TF frame (rpent_ros.camera_topics has the topics and frames).
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
+import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
@@ -328,6 +331,8 @@ class FrankaSimNode(RuntimeNode):
             Param("cloud_stride", 2, "point cloud keeps every n-th pixel in each direction (0: no cloud)", low=0, high=64),
             Param("sim_seed", None, "place the scene's objects at random for this seed (unset: the fixed scene)",
                   kind="int", low=0, high=2**31 - 1),
+            Param("joint_record", "", "file the simulator appends its arms' true joint positions to, ten times a "
+                  "second (JSON lines; '': none): what moved, whatever the ROS graph said"),
             _safety_param(),
         )
         parameters.finish()
@@ -347,9 +352,19 @@ class FrankaSimNode(RuntimeNode):
             self.every(p["publish_rate_hz"], lambda c=camera, t=telemetry: t.publish(c.capture_frame()))
             published.append(telemetry.health)
         PublisherDiagnostics(self, published, "franky-sim")  # a camera that cannot publish: ERROR there
+        if p["joint_record"]:
+            record = open(p["joint_record"], "a")  # noqa: SIM115 (closed on shutdown, after the timers)
+            self.owned.append(record)
+            self.every(10.0, partial(_record_joints, record, self.sim, arm_names))
         self.owned.append(self.sim)  # closed after its cameras
         seed = "fixed scene" if p["sim_seed"] is None else f"random scene of seed {p['sim_seed']}"
         self.get_logger().info(f"franky-sim running ({seed}): arms at {', '.join(self.sim.hosts)}")
+
+
+def _record_joints(record: Any, sim: Any, arm_names: list[str]) -> None:
+    arms = {name: [round(float(q), 6) for q in sim.arm_joints(i)] for i, name in enumerate(arm_names)}
+    record.write(json.dumps({"t": round(time.time(), 3), "arms": arms}) + "\n")
+    record.flush()
 
 
 def sim_scene(arm_names: list[str], safety_file: str, sim_seed: int | None, image_aspect: float) -> Any:

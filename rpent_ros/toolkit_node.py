@@ -42,6 +42,7 @@ from rpent_ros.params import (
     toolkit_parameters,
 )
 from rpent_ros.runtime_nodes import start_inprocess_telemetry
+from rpent_ros.security.exposure import exposure_warning
 from rpent_ros.signals import shield_shutdown
 from rpent_ros.spinning import BackgroundSpin
 from rpent_ros.toolkit_goals import ToolkitGoals
@@ -102,6 +103,9 @@ class ToolkitNode(Node):
         self.create_service(NewTask, "~/new_task", self._new_task, callback_group=group)
         self.create_service(CloseTask, "~/close_task", self._close_task, callback_group=group)
         self._tasks = 1
+        exposed = exposure_warning()
+        if exposed is not None:
+            self.get_logger().warning(f"toolkit: {exposed}")
         self.get_logger().info(
             f"robot '{self.spec.name}': {len(self.goals.servers) - 1} tools served; record in {self.config.output_dir}"
         )
@@ -214,6 +218,7 @@ def main(args: list[str] | None = None) -> None:
     # The executor keeps spinning while the node shuts down: with the arms in runtime nodes, stopping a
     # motion and hearing that it stopped are ROS messages. So rclpy's own handler (which would shut
     # the context down at once) is off, and Ctrl-C/SIGTERM only wake the main thread.
+    node_main.check_security(args)
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     forward_python_logging()
     node: ToolkitNode | None = None

@@ -12,7 +12,8 @@ import time
 from collections.abc import Sequence
 from typing import NoReturn
 
-from rpent.robot import ConfigError, RobotNotFound, list_robots, load_robot
+from rpent.cli.tool_listing import tool_listing
+from rpent.robot import ConfigError, RobotNotFound, RobotSpec, list_robots, load_robot
 from rpent.robot.discovery import robot_named_in
 from rpent.rule_words import argparse_value_rule
 from rpent.runner.logs import setup_console
@@ -25,12 +26,13 @@ DESCRIPTION = """\
 RPent: let a language model operate a robot through typed, safe, cancellable tools.
 
   rpent robots                          list installed robots
-  rpent tools --robot toy               print each tool's name, description and JSON schema
+  rpent tools --robot toy               list the tools: parameters, ranges, defaults (--schema: JSON schemas)
   rpent run --robot toy --planner replay --recipe robots/toy/recipes/red_block_in_bin.jsonl
   rpent run --robot NAME --help         the robot's own flags
   rpent serve-mcp --robot toy [--http --port 8765]   serve a robot's tools over MCP
   rpent calibrate --robot franka --sim --camera front --auto 12 --write   hand-eye calibration of a camera
   rpent eval --robot toy --recipe robots/toy/recipes/red_block_in_bin.jsonl --repeats 4 --out runs/eval   a sweep on Ray
+  rpent ros-security init DIR           an SROS2 keystore for the ROS 2 nodes (ROS 2 sourced; docs/ros.md)
 """
 
 
@@ -59,15 +61,22 @@ def build_parser(robot_spec=None) -> argparse.ArgumentParser:
     commands.add_parser("robots", help="list installed robots", description="List the robots found as robots.<name> packages "
                         "or through the rpent.robots entry-point group.")
 
-    tools = commands.add_parser("tools", help="print a robot's tools and their JSON schemas (starts no hardware)",
-                                description="Print each tool's name, description and JSON input schema without starting hardware.")
+    tools = commands.add_parser("tools", help="list a robot's tools: parameters, ranges, defaults (starts no hardware)",
+                                description="List each tool with its parameters (type, range, default, description) "
+                                "without starting hardware; the ranges are the robot's configured limits (e.g. "
+                                "franka's safety envelope, from its --config/--safety-file). --schema, --compact and "
+                                "--json print the JSON input schemas a model reads.")
     tools.add_argument("--robot", required=True, help="robot name")
     tools.add_argument("--json", dest="json_out", action="store_true", help="print one JSON list instead of text")
     layout = tools.add_mutually_exclusive_group()
-    layout.add_argument("--pretty", dest="pretty", action="store_true", default=None,
-                        help="indent each schema (default when printing to a terminal)")
-    layout.add_argument("--compact", dest="pretty", action="store_false",
-                        help="each schema on one line (default when piped)")
+    layout.add_argument("--list", dest="layout", action="store_const", const="list",
+                        help="a short listing for people (default when printing to a terminal)")
+    layout.add_argument("--schema", "--pretty", dest="layout", action="store_const", const="pretty",
+                        help="each tool's full JSON input schema, indented")
+    layout.add_argument("--compact", dest="layout", action="store_const", const="compact",
+                        help="each JSON schema on one line (default when piped)")
+    if robot_spec is not None:
+        robot_spec.add_cli_args(tools)  # e.g. franka's --config / --safety-file: the limits its ranges come from
 
     calibrate = commands.add_parser(
         "calibrate", help="hand-eye calibration of a robot's camera (--robot NAME --help for its flags)",
@@ -89,10 +98,12 @@ def build_parser(robot_spec=None) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["ros-security"]:
+        return _ros_security(argv[1:])
     spec = None
     module = None
     robot_name = robot_named_in(argv)
-    if argv[:1] in (["run"], ["serve-mcp"], ["calibrate"]) and robot_name:
+    if argv[:1] in (["run"], ["serve-mcp"], ["calibrate"], ["tools"]) and robot_name:
         try:
             module = load_robot(robot_name)
             spec = module.get_robot_spec()
@@ -107,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(name)
         return 0
     if args.command == "tools":
-        return _print_tools(args)
+        return _print_tools(args, spec)
 
     if args.command == "serve-mcp":
         from rpent.mcp.cli import serve_mcp
@@ -147,6 +158,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_CONFIG
 
 
+def _ros_security(argv: list[str]) -> int:
+    """`rpent ros-security ...` is the ROS side's (rpent_ros.security, on sros2): run it by name, as robots are
+    found by name, so this package never imports ROS."""
+    import subprocess
+
+    return subprocess.run([sys.executable, "-m", "rpent_ros.security", *argv], check=False).returncode
+
+
 def _version() -> str:
     try:
         return importlib.metadata.version("rpent")
@@ -168,29 +187,37 @@ def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction:
     return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
 
 
-def _print_tools(args: argparse.Namespace) -> int:
+def _print_tools(args: argparse.Namespace, spec: RobotSpec | None) -> int:
     try:
-        return _write_tools(args)
+        return _write_tools(args, spec)
     except BrokenPipeError:  # `rpent tools ... | head` is fine
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
         return 0
 
 
-def _write_tools(args: argparse.Namespace) -> int:
+def _write_tools(args: argparse.Namespace, spec: RobotSpec | None) -> int:
+    if spec is None:  # main() found no robot to load (`rpent tools` parses --robot itself)
+        try:
+            spec = load_robot(args.robot).get_robot_spec()
+        except RobotNotFound as exc:
+            print(f"rpent: error: {exc}", file=sys.stderr)
+            return 2
     try:
-        spec = load_robot(args.robot).get_robot_spec()
-    except RobotNotFound as exc:
-        print(f"rpent: error: {exc}", file=sys.stderr)
+        tools = spec.list_tools(args)
+    except ConfigError as exc:
+        print(f"rpent tools: error: {exc}", file=sys.stderr)
         return 2
-    tools = spec.list_tools()
     if args.json_out:
         print(json.dumps([t.to_dict() for t in tools], indent=2))
         return 0
-    pretty = sys.stdout.isatty() if args.pretty is None else args.pretty
+    layout = args.layout or ("list" if sys.stdout.isatty() else "compact")
+    if layout == "list":
+        print(tool_listing(tools), end="")
+        return 0
     for t in tools:
         print(f"{t.name}{' (read-only)' if t.readonly else ''}")
         print("  " + t.description.replace("\n", "\n  "))
-        schema = json.dumps(t.input_schema, indent=2) if pretty else json.dumps(t.input_schema)
+        schema = json.dumps(t.input_schema, indent=2) if layout == "pretty" else json.dumps(t.input_schema)
         print("  schema: " + schema.replace("\n", "\n  "))
         print()
     return 0

@@ -31,6 +31,7 @@ from launch import LaunchDescription  # noqa: E402
 from robots.franka.camera_mount import fovy_intrinsics  # noqa: E402
 from robots.franka.sim import TABLE_TOP_Z_M, SimScene  # noqa: E402
 from rpent_ros.camera_topics import calibration_fields  # noqa: E402
+from rpent_ros.launch_graph import GRAPH_ARGUMENTS  # noqa: E402
 from rpent_ros.launch_helpers import managed_node  # noqa: E402
 from rpent_ros.telemetry import TF_STATIC_LISTENER  # noqa: E402
 
@@ -53,8 +54,8 @@ def sim_and_arm(sim_host):
     return LaunchDescription([
         LaunchNode(package="rpent", executable="franka_sim_node", name="franka_sim", parameters=[sim], output="screen"),
         # Taken to active as the launch files take their arm nodes.
-        *managed_node({"runtime_state": "active"}.get, package="rpent", executable="franka_arm_node", name="arm_arm",
-                      parameters=[arm], output="screen"),
+        *managed_node({"runtime_state": "active", **{n: d for n, d, _ in GRAPH_ARGUMENTS}}.get, package="rpent",
+                      executable="franka_arm_node", name="arm_arm", parameters=[arm], output="screen"),
         launch_pytest.actions.ReadyToTest(),
     ])
 

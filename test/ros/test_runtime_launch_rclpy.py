@@ -15,6 +15,7 @@ from launch_ros.actions import Node
 
 from rpent.robot import ConfigError, load_robot
 from rpent.runner.options import run_option_parser
+from rpent_ros.launch_graph import GRAPH_ARGUMENTS
 from rpent_ros.launch_helpers import DASHBOARD_ARGUMENTS, PLANNER_ARGUMENTS
 from rpent_ros.remote_runtime import declared_parts
 
@@ -31,7 +32,7 @@ def _launch_file(name: str):
 
 def _nodes(launch, **values: str) -> dict[str, str]:
     """Node name -> executable of what the launch file would start with these arguments."""
-    defaults = {n: d for n, d, _ in [*launch.ARGUMENTS, *PLANNER_ARGUMENTS, *DASHBOARD_ARGUMENTS]}
+    defaults = {n: d for n, d, _ in [*launch.ARGUMENTS, *PLANNER_ARGUMENTS, *DASHBOARD_ARGUMENTS, *GRAPH_ARGUMENTS]}
     actions = launch._nodes(lambda name: values.get(name, defaults[name]))
     # launch_ros exposes a node's name only once the launch has run it; the constructor's is what we set.
     return {action._Node__node_name: action.node_executable for action in actions if isinstance(action, Node)}

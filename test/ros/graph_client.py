@@ -1,0 +1,101 @@
+"""A ROS client in a process of its own, for the tests of who may reach a launch's nodes.
+
+Its environment and `--ros-args` decide who it is (security, enclave, network namespace); it prints
+one JSON line with what it saw. Every wait is bounded by --timeout.
+
+    python graph_client.py discover /toolkit/call_tool --timeout 15      {"found": false}
+    python graph_client.py call move_by '{"arm": "left", "dz_m": 0.02}'  {"ok": true, "error": null}
+    python graph_client.py listen /joint_states,/tf --timeout 20         {"counts": {"/joint_states": 12, "/tf": 30}}
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import time
+
+import rclpy
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.node import Node
+
+TOPIC_TYPES = {"/joint_states": ("sensor_msgs.msg", "JointState"), "/tf": ("tf2_msgs.msg", "TFMessage"),
+               "/diagnostics": ("diagnostic_msgs.msg", "DiagnosticArray")}
+
+
+def discover(node: Node, action: str, timeout_s: float) -> dict:
+    from rpent.action import CallTool
+    from rpent_ros.action_client import ThreadSafeActionClient
+
+    client = ThreadSafeActionClient(node, CallTool, action)
+    return {"found": bool(client.wait_for_server(timeout_sec=timeout_s))}
+
+
+def call(node: Node, tool: str, arguments: str, timeout_s: float) -> dict:
+    from rpent_ros.toolkit_client import RosToolkit
+
+    toolkit = RosToolkit(node, "/toolkit", timeout_s=timeout_s)
+    toolkit.wait_ready(timeout_s)
+    result = toolkit.execute_tool(tool, json.loads(arguments))
+    return {"ok": not result.is_error, "error": result.error, "data": result.data}
+
+
+def listen(node: Node, topics: str, timeout_s: float) -> dict:
+    import importlib
+
+    from rclpy.qos import qos_profile_sensor_data
+
+    counts = {topic: 0 for topic in topics.split(",")}
+    lock = threading.Lock()
+
+    def seen(topic: str, _msg: object) -> None:
+        with lock:
+            counts[topic] += 1
+
+    for topic in counts:
+        module, name = TOPIC_TYPES[topic]
+        kind = getattr(importlib.import_module(module), name)
+        node.create_subscription(kind, topic, lambda msg, t=topic: seen(t, msg), qos_profile_sensor_data)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with lock:
+            if all(n >= 3 for n in counts.values()):
+                break
+        threading.Event().wait(0.1)
+    with lock:
+        return {"counts": dict(counts)}
+
+
+def main() -> int:
+    argv = rclpy.utilities.remove_ros_args(sys.argv)[1:]
+    parser = argparse.ArgumentParser()
+    parser.add_argument("mode", choices=("discover", "call", "listen"))
+    parser.add_argument("target")
+    parser.add_argument("arguments", nargs="?", default="{}")
+    parser.add_argument("--timeout", type=float, default=15.0)
+    parser.add_argument("--name", default="graph_client")
+    args = parser.parse_args(argv)
+    rclpy.init(args=sys.argv)
+    node = Node(args.name)
+    executor = MultiThreadedExecutor(num_threads=4)
+    executor.add_node(node)
+    threading.Thread(target=executor.spin, daemon=True).start()
+    try:
+        if args.mode == "discover":
+            report = discover(node, args.target, args.timeout)
+        elif args.mode == "call":
+            report = call(node, args.target, args.arguments, args.timeout)
+        else:
+            report = listen(node, args.target, args.timeout)
+    except Exception as exc:  # what the client met, for the test to judge
+        report = {"exception": f"{type(exc).__name__}: {exc}"}
+    print(json.dumps(report, default=str), flush=True)
+    executor.shutdown()
+    node.destroy_node()
+    rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,105 @@
+"""`ros2 launch` and `graph_client.py` as subprocesses, for the tests of who may reach a launch's nodes.
+
+`prefix` runs a command somewhere else (`ip netns exec NS`); every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SECURITY_VARIABLES = ("ROS_SECURITY_ENABLE", "ROS_SECURITY_STRATEGY", "ROS_SECURITY_KEYSTORE",
+                      "ROS_SECURITY_ENCLAVE_OVERRIDE")
+
+
+def environment(*, secured_by: Path | None = None, unset: Sequence[str] = (), **values: str) -> dict[str, str]:
+    """This process's environment without any security setting, then `secured_by`'s (Enforce) and `values`."""
+    env = {k: v for k, v in os.environ.items() if k not in SECURITY_VARIABLES and k not in unset}
+    if secured_by is not None:
+        env.update(ROS_SECURITY_ENABLE="true", ROS_SECURITY_STRATEGY="Enforce", ROS_SECURITY_KEYSTORE=str(secured_by))
+    env.update(values)
+    return env
+
+
+def make_keystore(directory: Path, *extra: str) -> Path:
+    """`rpent ros-security init DIR` as a user runs it."""
+    done = subprocess.run([sys.executable, "-m", "rpent", "ros-security", "init", str(directory), *extra],
+                          capture_output=True, text=True, timeout=180, env=environment())
+    assert done.returncode == 0, done.stdout + done.stderr
+    return directory
+
+
+class Launch:
+    """`ros2 launch rpent <file> args...` in its own process group, its output in `log`."""
+
+    def __init__(self, launch_file: str, *args: str, log: Path, env: Mapping[str, str],
+                 prefix: Sequence[str] = ()) -> None:
+        self.log = log
+        self.proc = subprocess.Popen([*prefix, "ros2", "launch", "rpent", launch_file, *args], env=dict(env),
+                                     stdout=open(log, "wb"), stderr=subprocess.STDOUT,  # noqa: SIM115
+                                     start_new_session=True)
+
+    def text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def wait_for(self, text: str, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        pause = threading.Event()
+        while time.monotonic() < deadline:
+            if text in self.text():
+                return
+            if self.proc.poll() is not None:
+                break
+            pause.wait(0.5)
+        raise AssertionError(f"no {text!r} in the launch's output within {timeout_s} s:\n{self.text()[-6000:]}")
+
+    def wait_exit(self, timeout_s: float) -> int:
+        return self.proc.wait(timeout_s)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGINT)
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(10)
+
+
+def client(mode: str, target: str, *rest: str, env: Mapping[str, str], enclave: str | None = None,
+           name: str = "graph_client", timeout_s: float = 15.0, prefix: Sequence[str] = ()) -> dict:
+    """Run graph_client.py; its JSON report."""
+    ros_args = ["--ros-args", "--enclave", enclave] if enclave else []
+    done = subprocess.run([*prefix, sys.executable, str(HERE / "graph_client.py"), mode, target, *rest,
+                           "--timeout", str(timeout_s), "--name", name, *ros_args],
+                          capture_output=True, text=True, env=dict(env), timeout=timeout_s + 60)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    assert lines, f"graph_client {mode} {target} reported nothing (exit {done.returncode}):\n{done.stdout}\n{done.stderr}"
+    return json.loads(lines[-1])
+
+
+class JointRecord:
+    """The simulator's own record of both arms' joints (franka_sim_node's joint_record parameter)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def lines(self) -> list[dict]:
+        if not self.path.exists():
+            return []
+        return [json.loads(line) for line in self.path.read_text().splitlines() if line.strip()]
+
+    def largest_change(self, since: float) -> float:
+        """The largest joint change (rad) of any arm between the first record at or after `since` and any later one."""
+        records = [r for r in self.lines() if r["t"] >= since]
+        assert len(records) >= 2, f"the simulator recorded no joints after {since} ({len(self.lines())} records)"
+        first = records[0]["arms"]
+        return max(abs(q - q0) for r in records for arm, qs in r["arms"].items() for q, q0 in zip(qs, first[arm], strict=True))
