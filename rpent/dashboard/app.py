@@ -29,7 +29,6 @@ from urllib.parse import parse_qs
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
@@ -49,15 +48,15 @@ TOKEN_COOKIE = "rpent_dashboard_token"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost")
 
 
-def create_app(session: DashboardSession, *, token: str | None = None, closing: threading.Event | None = None) -> ASGIApp:
-    """The ASGI app for one session; with `token`, every request must carry it (see TokenGate)."""
+def create_app(session: DashboardSession, *, token: str | None = None, closing: threading.Event | None = None,
+               host: str = "127.0.0.1") -> ASGIApp:
+    """The ASGI app for one session bound to `host`; with `token`, every request must carry it (see
+    TokenGate), without one only loopback names and `host` itself are served (see HostGate)."""
     endpoints = _Endpoints(session, closing or threading.Event())
     app: ASGIApp = Starlette(routes=endpoints.routes(), exception_handlers={RefusedRequest: _refused})
     if token:
         return TokenGate(app, token)
-    # Without a token only loopback names are served: a web page that rebinds its own DNS name to
-    # 127.0.0.1 still sends its own name as Host and is refused.
-    return TrustedHostMiddleware(app, allowed_hosts=list(LOOPBACK_NAMES))
+    return HostGate(app, [*LOOPBACK_NAMES, host])
 
 
 async def _refused(request: Request, exc: Exception) -> Response:
@@ -178,7 +177,7 @@ async def _stream(session: DashboardSession, cursor: int, closing: threading.Eve
     seen: dict[str, int] = {}
     try:
         yield "retry: 1000\n\n"
-        while not closing.is_set():
+        while True:
             read = bus.read(cursor)
             if read.gap:
                 # This reader fell behind the ring: skip ahead and have the page reload the snapshot.
@@ -193,6 +192,8 @@ async def _stream(session: DashboardSession, cursor: int, closing: threading.Eve
                 yield "".join(f"event: frame\ndata: {json.dumps({'channel': c, 'n': n})}\n\n" for c, n in changed.items())
             if read.events or read.gap:
                 continue
+            if closing.is_set():
+                break  # the server is stopping and this reader has been sent every event (the session's end too)
             before = bus.last_id
             await waiter.wait(KEEPALIVE_S)
             if bus.last_id == before and not closing.is_set():
@@ -250,6 +251,50 @@ async def _text_action(request: Request, action: Any) -> Response:
 
 def _error(status: int, message: str) -> Response:
     return JSONResponse({"error": message}, status_code=status)
+
+
+class HostGate:
+    """Serves only requests whose Host names one of `allowed` (without a token).
+
+    A web page that rebinds its own DNS name to the dashboard's address still sends its own name as
+    Host, so it is refused. Each refused name is logged once, with the rule, so an operator who typed
+    another name for this machine learns why the page does not open.
+    """
+
+    MAX_LOGGED = 32  # distinct refused names worth a line each; a scan of many names must not flood the log
+
+    def __init__(self, app: ASGIApp, allowed: list[str]) -> None:
+        self.app = app
+        self.allowed = list(dict.fromkeys(name.lower() for name in allowed))
+        self._logged: set[str] = set()
+        self._lock = threading.Lock()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        host = next((v.decode("latin-1") for k, v in scope.get("headers", []) if k == b"host"), "")
+        if _host_name(host) in self.allowed:
+            await self.app(scope, receive, send)
+            return
+        rule = (f"without a token this dashboard answers only to the names {', '.join(self.allowed)} "
+                f"(a page that points another name at it could drive the robot); open the printed URL, "
+                f"or serve with --dashboard-token to allow other names")
+        with self._lock:
+            first = host not in self._logged and len(self._logged) < self.MAX_LOGGED
+            if first:
+                self._logged.add(host)
+        if first:
+            log.warning("refused a request for Host %r: %s", host, rule)
+        await JSONResponse({"error": f"Host {host!r} refused: {rule}"}, status_code=400)(scope, receive, send)
+
+
+def _host_name(host: str) -> str:
+    """The name of a Host header without its port: `127.0.0.2:8080` -> 127.0.0.2, `[::1]:80` -> ::1."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[1:].partition("]")[0]
+    return host.rpartition(":")[0] if host.count(":") == 1 else host
 
 
 class TokenGate:

@@ -6,6 +6,7 @@ Wired into `rpent run` by `rpent.dashboard.options.add_dashboard_args` (flags) a
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 import os
 import secrets
@@ -18,12 +19,12 @@ from types import FrameType, ModuleType
 
 import uvicorn
 
-from rpent.runner.run import EXIT_FAILED, EXIT_OK, Terminated, describe_interruption, exit_code_for
 from rpent.dashboard.app import create_app
 from rpent.dashboard.options import DEFAULT_PORT, TOKEN_ENV, add_dashboard_args
 from rpent.dashboard.session import DashboardSession
 from rpent.loopback import check_bind, is_loopback
 from rpent.robot import ConfigError, RobotSpec
+from rpent.runner.run import EXIT_FAILED, EXIT_OK, Terminated, describe_interruption, exit_code_for
 from rpent.runtime.arm import RuntimeFault
 
 log = logging.getLogger("rpent.dashboard")
@@ -32,10 +33,12 @@ __all__ = ["DashboardServer", "add_dashboard_args", "serve_dashboard", "serve_se
 
 
 class _Server(uvicorn.Server):
-    def __init__(self, config: uvicorn.Config, closing: threading.Event, on_closing: object) -> None:
+    def __init__(self, config: uvicorn.Config, closing: threading.Event, on_closing: Callable[[], None],
+                 on_signal: Callable[[int], None] | None) -> None:
         super().__init__(config)
         self.closing = closing
         self.on_closing = on_closing
+        self.on_signal = on_signal
         self.ready = threading.Event()
         self.stopped_by: int | None = None  # the first signal that ended serving
 
@@ -45,17 +48,22 @@ class _Server(uvicorn.Server):
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         # Ctrl-C / SIGTERM end the session; unlike plain uvicorn, do not re-raise the signal after
-        # the server stops, so the session can still abort the task and write its record.
-        if self.should_exit and sig == signal.SIGINT:
-            self.force_exit = True
+        # the server stops, so the session can still abort the task and write its record. A repeat
+        # (a launch sends SIGINT twice, then SIGTERM) changes nothing: the session is already ending,
+        # and the page must still be told how it ended.
         if self.stopped_by is None:
             self.stopped_by = sig
         self.should_exit = True
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-        # Event streams never end by themselves: end them first so the graceful shutdown is quick.
+        if self.stopped_by is not None and self.on_signal is not None:
+            # Still serving while the session ends: the page sees its task end and the session stop
+            # (and why), instead of a task left "running" behind a dead connection.
+            await asyncio.get_running_loop().run_in_executor(None, self.on_signal, self.stopped_by)
+        # Event streams never end by themselves: end them (after what they have not sent yet) so
+        # the graceful shutdown is quick.
         self.closing.set()
-        self.on_closing()  # type: ignore[operator]
+        self.on_closing()
         await super().shutdown(sockets)
 
 
@@ -63,7 +71,8 @@ class DashboardServer:
     """One session served over HTTP. `run()` blocks (CLI); `start()`/`stop()` run it in a thread (tests)."""
 
     def __init__(self, session: DashboardSession, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
-                 token: str | None = None) -> None:
+                 token: str | None = None, on_signal: Callable[[int], None] | None = None) -> None:
+        """`on_signal(signum)` runs (in a worker thread, still serving) when Ctrl-C/SIGTERM ends serving."""
         check_bind(
             host, opted_in=bool(token), opt_in="an access token", exposure="anyone who reaches it could operate the robot",
             hint=f"--dashboard-token or ${TOKEN_ENV}; `rpent run --dashboard` makes one up when neither is set",
@@ -86,9 +95,9 @@ class DashboardServer:
             self._sock.close()
             raise ConfigError(f"--port: cannot listen on {host}:{port}: {exc.strerror or exc}") from None
         self.port = self._sock.getsockname()[1]
-        config = uvicorn.Config(create_app(session, token=token, closing=self.closing), log_level="warning",
+        config = uvicorn.Config(create_app(session, token=token, closing=self.closing, host=host), log_level="warning",
                                 access_log=False, lifespan="off", timeout_graceful_shutdown=3)
-        self._server = _Server(config, self.closing, session.bus.poke)
+        self._server = _Server(config, self.closing, session.bus.poke, on_signal)
         self._thread: threading.Thread | None = None
 
     @property
@@ -136,7 +145,8 @@ def serve_session(args: argparse.Namespace, session: DashboardSession,
     token = getattr(args, "dashboard_token", None) or os.environ.get(TOKEN_ENV)
     if not is_loopback(host) and not token:
         token = secrets.token_urlsafe(18)
-    server = DashboardServer(session, host=host, port=getattr(args, "dashboard_port", DEFAULT_PORT), token=token)
+    server = DashboardServer(session, host=host, port=getattr(args, "dashboard_port", DEFAULT_PORT), token=token,
+                             on_signal=lambda sig: _end_session(session, _interruption(sig)))
     code = EXIT_OK
     early: KeyboardInterrupt | None = None  # a signal before uvicorn took over Ctrl-C / SIGTERM
     previous_term = signal.signal(signal.SIGTERM, _raise_terminated) if _main_thread() else None
@@ -166,12 +176,19 @@ def serve_session(args: argparse.Namespace, session: DashboardSession,
             on_stopping()
         interruption = early or _interruption(server.stopped_by)
         if interruption is not None:
-            reason = describe_interruption(interruption)
-            log.warning("%s: ending the session (a running task is cancelled and its record written)", reason)
-            session.abort(reason)  # before stop(), so a running task's record names the signal
             code = exit_code_for(interruption)
+            if not session.stopped:  # a signal before serving began; else the server already ended it
+                _end_session(session, interruption)
         session.stop()
     return code
+
+
+def _end_session(session: DashboardSession, interruption: KeyboardInterrupt | None) -> None:
+    if interruption is None:
+        return
+    reason = describe_interruption(interruption)
+    log.warning("%s: ending the session (a running task is cancelled and its record written)", reason)
+    session.stop(reason=reason)  # a running task's record names the signal
 
 
 def _raise_terminated(signum: int, frame: FrameType | None) -> None:

@@ -15,8 +15,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from rpent.runner.run import make_planner
 from rpent.robot import ConfigError, RobotSpec
+from rpent.runner.run import make_planner
 
 log = logging.getLogger("rpent.dashboard")
 
@@ -32,6 +32,22 @@ class PlannerChoice:
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "available": self.available, "reason": self.reason, "recipes": list(self.recipes)}
+
+
+def short_path(path: str, robot: ModuleType) -> str:
+    """How the page names a recipe file: relative to the folder the dashboard was started in, else
+    a bundled one from the robots' folder up (robots/<name>/recipes/x.jsonl), else under ~; the
+    full path otherwise (and always in the page's tooltip)."""
+    target = Path(path)
+    origin = getattr(robot, "__file__", None)
+    roots = [(Path.cwd(), "")]
+    if origin:
+        roots.append((Path(origin).resolve().parents[2], ""))  # <root>/robots/<name>/__init__.py
+    roots.append((Path.home(), "~/"))
+    for root, prefix in roots:
+        if target.is_relative_to(root) and target != root:
+            return prefix + target.relative_to(root).as_posix()
+    return path
 
 
 def planner_choices(args: argparse.Namespace, spec: RobotSpec, robot: ModuleType) -> list[PlannerChoice]:

@@ -22,7 +22,7 @@ from rpent.dashboard.bus import EventBus
 from rpent.dashboard.forms import TaskFormError, validate_fields
 from rpent.dashboard.frames import FRAME_SOURCES_KEY, FrameHub
 from rpent.dashboard.interaction import OperatorInteraction
-from rpent.dashboard.planners import PlannerChoice, default_choice, planner_choices
+from rpent.dashboard.planners import PlannerChoice, default_choice, planner_choices, short_path
 from rpent.dashboard.state import DashboardSink, DashboardState, artifact_url
 from rpent.robot import ConfigError, RobotSpec
 from rpent.robot.scene_reset import SCENE_RESET_KEY, SceneReset
@@ -73,7 +73,8 @@ class DashboardSession:
         self.dashboard = dashboard_of(spec)
         self.bus = EventBus(bus_capacity)
         components = [{"name": c.name, "label": c.label, "shared": c.shared} for c in self.dashboard.components]
-        self.sink = DashboardSink(self.bus, DashboardState(spec.name, components))
+        self.sink = DashboardSink(self.bus, DashboardState(spec.name, components),
+                                  channels=[c.name for c in self.dashboard.frame_channels])
         self.interaction = self.sink.interaction
         # The same progress log `rpent run` writes, plus the dashboard.
         self.events = SessionEvents(ProgressSink(log), self.sink, interaction=self.interaction)
@@ -110,6 +111,7 @@ class DashboardSession:
             "planners": [c.to_dict() for c in self.planners],
             "default_planner": default.name if default else None,
             "default_recipe": recipe,
+            "recipe_labels": {r: short_path(r, self.robot) for c in self.planners for r in c.recipes},
             "reset": {"label": reset.label, "default": reset.default} if reset else None,
         }
 
@@ -131,16 +133,26 @@ class DashboardSession:
         self.frames.attach(self._shared_kwargs.get(FRAME_SOURCES_KEY) or {})
         self.sink.publish("session", {"status": "ready"})
 
-    def stop(self, timeout_s: float = 60.0) -> None:
-        """Abort a running task, wait for its record, stop the shared runtime (safe to call twice)."""
+    @property
+    def stopped(self) -> bool:
+        """True once `stop` began: no task starts any more."""
+        with self._lock:
+            return self._stopped
+
+    def stop(self, timeout_s: float = 60.0, *, reason: str | None = None) -> None:
+        """Abort a running task, wait for its record, stop the shared runtime (safe to call twice).
+
+        `reason` (e.g. "interrupted (Ctrl-C)") is the abort reason in the task's record and what the
+        page says ended the session.
+        """
         with self._lock:
             if self._stopped:
                 return
             self._stopped = True
             thread = self._thread
-        self.sink.publish("session", {"status": "stopping"})
+        self.sink.publish("session", {"status": "stopping", "reason": reason})
         if thread is not None and thread.is_alive():
-            self.abort("dashboard shutting down")
+            self.abort(reason or "dashboard shutting down")
             thread.join(timeout_s)
         self.frames.stop()
         try:
@@ -148,7 +160,7 @@ class DashboardSession:
         except Exception:
             log.exception("stopping the shared runtime failed")
         self._components(self.dashboard.shared_components, "stopped")
-        self.sink.publish("session", {"status": "stopped"})
+        self.sink.publish("session", {"status": "stopped", "reason": reason})
 
     # ---- tasks ----------------------------------------------------------------------------------
 

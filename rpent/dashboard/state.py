@@ -40,12 +40,29 @@ def _short_json(value: Any, limit: int = 4000) -> str:
     return truncate_utf8(json.dumps(value, default=_json_default, ensure_ascii=False), limit)
 
 
+ACTIVE_CALL = ("running", "awaiting_approval")
+
+
+def _row(task: dict[str, Any], call_id: Any) -> dict[str, Any] | None:
+    return next((r for r in reversed(task["timeline"]) if r["call_id"] == call_id), None)
+
+
+def image_labels(result: Any, count: int, channels: list[str]) -> list[str]:
+    """Which camera took each of a call's `count` images: the names the result's `cameras` list
+    gives (one entry per image, in order), else the robot's frame channels in order when there are
+    as many; an empty name where neither says."""
+    cameras = result.get("cameras") if isinstance(result, dict) else None
+    if isinstance(cameras, list) and len(cameras) == count and all(isinstance(c, dict) for c in cameras):
+        return [str(c.get("name") or "") for c in cameras]
+    return list(channels) if len(channels) == count else [""] * count
+
+
 class DashboardState:
     """Plain data, changed only through `apply` (always under the sink's lock)."""
 
     def __init__(self, robot: str, components: list[dict[str, Any]]) -> None:
         self.robot = robot
-        self.session: dict[str, Any] = {"status": "starting", "error": None}
+        self.session: dict[str, Any] = {"status": "starting", "error": None, "reason": None}
         self.components = {c["name"]: {**c, "status": "stopped", "detail": ""} for c in components}
         self.tasks: list[dict[str, Any]] = []
         self.task: dict[str, Any] | None = None
@@ -54,7 +71,7 @@ class DashboardState:
     def apply(self, kind: str, p: dict[str, Any]) -> None:
         task = self.task
         if kind == "session":
-            self.session = {"status": p["status"], "error": p.get("error")}
+            self.session = {"status": p["status"], "error": p.get("error"), "reason": p.get("reason")}
         elif kind == "component":
             row = self.components.setdefault(p["name"], {"name": p["name"], "label": p["name"], "shared": True})
             row.update(status=p["status"], detail=p.get("detail", ""))
@@ -72,15 +89,22 @@ class DashboardState:
         elif kind == "tool_started":
             task["timeline"].append({"call_id": p["call_id"], "tool": p["tool"], "arguments": p.get("arguments"),
                                      "status": "running", "started": p.get("t")})
+        elif kind == "tool_stage":
+            row = _row(task, p["call_id"])
+            if row is not None and row["status"] in ACTIVE_CALL:
+                # What a running call waits for: the operator (a motion approval), or its own work.
+                row["status"] = "awaiting_approval" if p.get("stage") == "awaiting_approval" else "running"
         elif kind == "tool_finished":
-            row = next((r for r in reversed(task["timeline"]) if r["call_id"] == p["call_id"]), None)
+            row = _row(task, p["call_id"])
             if row is None:
                 row = {"call_id": p["call_id"], "tool": p["tool"], "arguments": p.get("arguments")}
                 task["timeline"].append(row)
-            row.update(status="error" if p.get("error") else "ok", duration_s=p.get("duration_s"), error=p.get("error"),
-                       images=p.get("image_urls", []), clip=p.get("clip_url"), result=p.get("result"))
+            status = p.get("status") or ("error" if p.get("error") else "ok")
+            row.update(status=status, status_text=p.get("status_text"), duration_s=p.get("duration_s"),
+                       error=p.get("error"), images=p.get("image_urls", []), image_labels=p.get("image_labels", []),
+                       clip=p.get("clip_url"), result=p.get("result"))
             task["counters"]["tool_calls"] += 1
-            task["counters"]["errors"] += 1 if p.get("error") else 0
+            task["counters"]["errors"] += 1 if status in ("error", "failed") else 0
         elif kind == "scene_reset":
             task["reset"] = {k: v for k, v in p.items() if k in ("status", "label", "detail", "error")}
         elif kind == "planner_text":
@@ -104,7 +128,8 @@ class DashboardState:
             task["counters"].update(turns=summary.get("turns"), tokens=(summary.get("usage") or {}).get("total_tokens"))
             for row in self.tasks:
                 if row["id"] == task["id"]:
-                    row.update(status=task["status"], finish_status=summary.get("finish_status"), solved=task["solved"])
+                    row.update(status=task["status"], finish_status=summary.get("finish_status"), solved=task["solved"],
+                               disagreement=summary.get("disagreement"), stop_reason=summary.get("stop_reason"))
         else:
             self._apply_global(kind, p)
 
@@ -121,6 +146,7 @@ class DashboardState:
         return copy.deepcopy({
             "robot": self.robot, "session": self.session, "components": list(self.components.values()),
             "tasks": self.tasks, "task": self.task, "requests": list(self.requests.values()),
+            "server_time": time.time(),  # the page counts approval deadlines down on the server's clock
         })
 
 
@@ -130,9 +156,10 @@ class DashboardSink:
     enabled = True
     clips = True  # per-action clips are linked from the timeline
 
-    def __init__(self, bus: EventBus, state: DashboardState) -> None:
+    def __init__(self, bus: EventBus, state: DashboardState, channels: list[str] | None = None) -> None:
         self.bus = bus
         self.state = state
+        self.channels = list(channels or [])  # the robot's frame channels, in order (image labels)
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._task: tuple[str, Path] | None = None
@@ -150,7 +177,12 @@ class DashboardSink:
                 task_id, output_dir = self._task
                 payload.setdefault("task_id", task_id)
                 if kind == "tool_finished":
-                    payload["image_urls"] = [u for u in (artifact_url(task_id, output_dir, p) for p in payload.get("images") or []) if u]
+                    images = payload.get("images") or []
+                    labels = image_labels(payload.get("result"), len(images), self.channels)
+                    shown = [(u, label) for u, label in ((artifact_url(task_id, output_dir, p), label)
+                                                         for p, label in zip(images, labels, strict=True)) if u]
+                    payload["image_urls"] = [u for u, _ in shown]
+                    payload["image_labels"] = [label for _, label in shown]
                     payload["clip_url"] = artifact_url(task_id, output_dir, payload.get("clip"))
                     payload["result"] = _short_json(payload.get("result"))
             self.state.apply(kind, payload)

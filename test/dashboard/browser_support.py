@@ -43,6 +43,11 @@ def shot(page: Any, name: str) -> None:
 
 
 def open_dashboard(page: Any, served: Served) -> None:
-    page.goto(served.base_url + "/")
+    open_page(page, served.base_url + "/")
+
+
+def open_page(page: Any, url: str) -> None:
+    """Load the dashboard at `url` and wait until the session is ready and the event stream live."""
+    page.goto(url)
     page.wait_for_selector("[data-testid=session-status]:has-text('ready')", timeout=WAIT_MS)
     page.wait_for_selector("[data-testid=link-status]:has-text('live')", timeout=WAIT_MS)

@@ -72,8 +72,14 @@ def test_abort_mid_motion_stops_the_arm_and_marks_the_task_aborted(served_factor
     page.click("[data-testid=abort]")
     page.wait_for_selector("[data-testid=task-status]:has-text('aborted')", timeout=WAIT_MS)
     assert world.stops == 1 and world.gripper_xyz != [0.1, 0.45, 0.1]
+    # The cancelled call reads as cancelled, with the reason, in the console's words; never as an error.
     row = page.query_selector("[data-testid=timeline-row][data-tool=move_to]")
-    assert row.get_attribute("data-status") == "error" and "cancelled" in row.inner_text()
+    assert row.get_attribute("data-status") == "cancelled"
+    assert row.query_selector(".pill").inner_text() == "cancelled"
+    assert "operator pressed Abort" in row.inner_text() and "error" not in row.inner_text()
+    # The task list says "aborted" once, not "aborted / aborted" (the run's status and the finish status).
+    history = page.inner_text("[data-testid=task-history] li[data-task=task-001]")
+    assert history.count("aborted") == 1, history
     finish = served.session.snapshot()["task"]["finish"]
     assert finish["operator_aborted"] is True and finish["operator_notes"] == ["stopped on purpose"]
     shot(page, "04-aborted")
@@ -112,6 +118,39 @@ def test_message_typed_in_the_page_reaches_the_planner_at_the_next_turn(
     assert served.session.snapshot()["task"]["counters"]["turns"] == 2
     page.wait_for_selector("[data-testid=counters] dd[data-counter=turns]:has-text('2')", timeout=WAIT_MS)
     shot(page, "05-message")
+
+
+def test_each_task_starts_from_the_initial_scene_and_the_task_list_says_finish_and_solved(served_factory, page: Any) -> None:
+    served = served_factory(*REPLAY)
+    open_dashboard(page, served)
+    assert page.is_checked("[data-testid=reset-check]")  # the toy resets its table by default
+    for n in (1, 2):  # the second pick finds the red block where the first one found it
+        page.click("[data-testid=start-task]")
+        page.wait_for_selector(f"[data-testid=task-title]:has-text('task-00{n}')", timeout=WAIT_MS)
+        page.wait_for_selector("[data-testid=task-status]:has-text('finished')", timeout=WAIT_MS)
+        assert page.inner_text("[data-testid=reset-status]") == "done"
+        assert page.inner_text("[data-testid=finish-status]") == "success"
+        assert page.inner_text("[data-testid=solved]") == "true"
+        assert page.get_attribute("[data-testid=timeline-row][data-tool=grasp]", "data-status") == "ok"
+    rows = [" ".join(li.inner_text().split()) for li in page.query_selector_all("[data-testid=task-history] li")]
+    assert rows == ["task-001 finished finish success · solved() yes", "task-002 finished finish success · solved() yes"]
+    shot(page, "08-second-task-after-reset")
+
+
+def test_timeline_rows_are_compact_and_each_view_is_labelled_with_its_camera(served_factory, page: Any) -> None:
+    served = served_factory(*REPLAY)
+    open_dashboard(page, served)
+    page.click("[data-testid=start-task]")
+    page.wait_for_selector("[data-testid=task-status]:has-text('finished')", timeout=WAIT_MS)
+    rows = page.query_selector_all("[data-testid=timeline-row]")
+    assert len(rows) >= 8
+    heights = [r.bounding_box()["height"] for r in rows]
+    assert max(heights) <= 48, heights  # one line each, thumbnails included
+    moved = page.query_selector("[data-testid=timeline-row][data-tool=move_to]")
+    thumbs = moved.query_selector_all(".thumb")
+    assert [t.get_attribute("data-camera") for t in thumbs] == ["top"]  # the toy's one camera
+    assert [t.query_selector("span").inner_text() for t in thumbs] == ["top"]
+    assert thumbs[0].query_selector("img").evaluate("img => img.naturalWidth") > 0
 
 
 @pytest.mark.parametrize("decision", ["approve", "deny"])

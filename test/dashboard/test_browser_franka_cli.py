@@ -8,12 +8,6 @@ robot's own check (solved()) says both picks worked.
 from __future__ import annotations
 
 import importlib.util
-import os
-import re
-import signal
-import subprocess
-import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,11 +15,10 @@ from typing import Any
 import httpx
 import pytest
 from browser_support import CHROMIUM, WAIT_MS, shot
+from dashboard_process import DashboardProcess
 from dashboard_support import REPO
 
-RPENT = Path(sys.executable).with_name("rpent")
 PICK = REPO / "robots" / "franka" / "recipes" / "pick_cube.jsonl"
-URL = re.compile(r"rpent dashboard: (http://127\.0\.0\.1:\d+/)")
 
 pytestmark = [
     pytest.mark.slow,
@@ -35,71 +28,18 @@ pytestmark = [
 ]
 
 
-class Dashboard:
-    """`rpent run ... --dashboard` in its own process; its output is collected as it comes."""
-
-    def __init__(self, cwd: Path, *flags: str) -> None:
-        env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")}
-        env.update(MUJOCO_GL=env.get("MUJOCO_GL", "egl"), RPENT_MEMORY_DIR=str(cwd / "memory"))
-        self.process = subprocess.Popen([str(RPENT), *flags], cwd=cwd, env=env, stdout=subprocess.PIPE,
-                                        stderr=subprocess.STDOUT, text=True, bufsize=1)
-        self.lines: list[str] = []
-        self._new_line = threading.Condition()
-        self.url: str | None = None
-        self._url_known = threading.Event()
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            with self._new_line:
-                self.lines.append(line)
-                self._new_line.notify_all()
-            match = URL.search(line)
-            if match:
-                self.url = match[1]
-                self._url_known.set()
-        self._url_known.set()  # the process ended: stop waiting
-
-    def wait_url(self, timeout_s: float) -> str:
-        self._url_known.wait(timeout_s)
-        assert self.url, "no dashboard URL printed:\n" + "".join(self.lines)
-        return self.url
-
-    def wait_output(self, text: str, timeout_s: float = 10.0) -> bool:
-        """True once `text` appears in what the process printed (it reaches the pipe a moment later)."""
-        with self._new_line:
-            return self._new_line.wait_for(lambda: text in "".join(self.lines), timeout_s)
-
-    @property
-    def output(self) -> str:
-        return "".join(self.lines)
-
-    def stop(self) -> int:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)
-            try:
-                self.process.wait(60)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(10)
-        self._reader.join(10)
-        return self.process.returncode
-
-
 @pytest.fixture
-def franka_dashboard(tmp_path: Path) -> Iterator[Dashboard]:
-    dashboard = Dashboard(tmp_path, "run", "--robot", "franka", "--sim", "--dashboard", "--port", "0")
+def franka_dashboard(tmp_path: Path) -> Iterator[DashboardProcess]:
+    dashboard = DashboardProcess(tmp_path, "run", "--robot", "franka", "--sim", "--dashboard", "--port", "0")
     yield dashboard
-    dashboard.stop()
+    dashboard.interrupt()
 
 
 def run_task_from_form(page: Any, n: int) -> None:
     page.select_option("[data-testid=planner-select]", "replay")
     page.select_option("[data-testid=recipe-select]", str(PICK))
-    preview = page.inner_text("[data-testid=run-preview]")
-    assert "planner replay" in preview and str(PICK) in preview and "reset first" in preview
+    assert page.inner_text("[data-testid=run-preview]") == \
+        "Will run: scene reset, then replay of robots/franka/recipes/pick_cube.jsonl."
     page.click("[data-testid=start-task]")
     page.wait_for_selector(f"[data-testid=task-title]:has-text('task-{n:03d}')", timeout=WAIT_MS)
     page.wait_for_selector("[data-testid=task-status]:has-text('finished')", timeout=180_000)

@@ -39,7 +39,8 @@ def test_the_form_shows_what_will_run_and_a_refusal_from_the_server(served_facto
     assert page.input_value("[data-testid=planner-select]") == "replay"
     assert page.input_value("[data-testid=recipe-select]") == str(recipe)  # the command line's, first
     page.select_option("[data-testid=recipe-select]", str(TOY_RECIPE))
-    assert page.inner_text("[data-testid=run-preview]") == f"Will run: planner replay, recipe {TOY_RECIPE}"
+    assert page.inner_text("[data-testid=run-preview]") == \
+        "Will run: scene reset, then replay of robots/toy/recipes/red_block_in_bin.jsonl."
     page.select_option("[data-testid=recipe-select]", str(recipe))
     recipe.unlink()  # moved away after the page was opened
     with caplog.at_level(logging.WARNING, logger="rpent.dashboard"):
@@ -61,5 +62,29 @@ def test_finish_success_that_solved_denies_is_shown_as_a_warning(served_factory,
     warning = page.locator("[data-testid=disagreement]")
     assert warning.is_visible()
     assert "finish=success but solved()=False" in warning.inner_text()
-    assert "NOT SOLVED" in page.inner_text("[data-testid=task-history]")
+    row = page.locator("[data-testid=task-history] li[data-task=task-001]")
+    assert "finish and solved() disagree" in row.inner_text() and row.get_attribute("class") == "disagree"
     shot(page, "finish-solved-disagree")
+
+
+def test_the_reset_is_one_labelled_checkbox_and_the_preview_says_plainly_what_runs(served_factory, page: Any) -> None:
+    served = served_factory()
+    open_dashboard(page, served)
+    control = page.locator("[data-testid=reset-control]")
+    check, text = page.locator("[data-testid=reset-check]"), control.locator("span")
+    assert text.inner_text() == "Reset the scene first"
+    # The box sits on its label's line (not alone above a block of bold text), and the label toggles it.
+    box, line = check.bounding_box(), text.bounding_box()
+    assert abs((box["y"] + box["height"] / 2) - (line["y"] + line["height"] / 2)) < 4 and box["x"] < line["x"]
+    assert line["height"] < 24 and control.bounding_box()["height"] < 30  # one line
+    assert page.inner_text("[data-testid=reset-label]") == "gripper open at its start, blocks back where they started"
+    assert page.is_checked("[data-testid=reset-check]")
+    preview = page.locator("[data-testid=run-preview]")
+    assert preview.inner_text() == "Will run: scene reset, then replay of robots/toy/recipes/red_block_in_bin.jsonl."
+    text.click()
+    assert not page.is_checked("[data-testid=reset-check]")
+    assert preview.inner_text() == "Will run: replay of robots/toy/recipes/red_block_in_bin.jsonl, without a reset."
+    # Recipes are named as typed from where the dashboard started; the full path is the tooltip.
+    option = page.locator("[data-testid=recipe-select] option").first
+    assert option.inner_text() == "robots/toy/recipes/red_block_in_bin.jsonl" and option.get_attribute("title") == str(TOY_RECIPE)
+    shot(page, "reset-and-preview")

@@ -1,11 +1,13 @@
-// RPent operator dashboard: loads a state snapshot, then applies the event stream on top of it.
-// Events carry increasing ids; anything at or below the snapshot's last_event_id is already in it.
+// RPent operator dashboard: loads a state snapshot, then applies the event stream on top of it
+// (the reducer is state.js). Events carry increasing ids; anything at or below the snapshot's
+// last_event_id is already in it.
 "use strict";
 
-const S = { spec: null, state: null, lastId: 0, source: null, resyncing: false, buffer: [], frames: {}, dirty: false };
-const KINDS = ["session", "component", "task_started", "tool_started", "tool_finished", "planner_text", "finish",
-  "toolkit_closed", "counters", "operator_message", "operator_note", "abort_requested", "task_ended", "operator_request",
-  "operator_request_closed", "scene_reset"];
+const S = { spec: null, state: null, lastId: 0, source: null, resyncing: false, buffer: [], frames: {}, dirty: false,
+  clockOffset: 0, ended: false };
+const KINDS = ["session", "component", "task_started", "tool_started", "tool_stage", "tool_finished", "planner_text",
+  "finish", "toolkit_closed", "counters", "operator_message", "operator_note", "abort_requested", "task_ended",
+  "operator_request", "operator_request_closed", "scene_reset"];
 const $ = (id) => document.getElementById(id);
 
 function el(tag, attrs = {}, ...children) {
@@ -29,73 +31,12 @@ async function api(method, path, body) {
   return data;
 }
 
-// ---- state: the same reducer as rpent/dashboard/state.py ---------------------------------------
-
-function apply(kind, p) {
-  const st = S.state;
-  const task = st.task;
-  if (kind === "session") { st.session = { status: p.status, error: p.error || null }; return; }
-  if (kind === "component") {
-    let row = st.components.find((c) => c.name === p.name);
-    if (!row) { row = { name: p.name, label: p.name, shared: true }; st.components.push(row); }
-    row.status = p.status; row.detail = p.detail || "";
-    return;
-  }
-  if (kind === "task_started") {
-    st.task = { id: p.task_id, fields: p.fields || {}, planner: p.planner, recipe: p.recipe,
-      reset: { status: p.reset ? "running" : "skipped" }, status: "running", started: p.started,
-      ended: null, timeline: [], text: "", messages: [], notes: [],
-      counters: { tool_calls: 0, errors: 0, turns: null, tokens: null }, finish: null, solved: null, summary: null,
-      artifacts: {} };
-    st.tasks.push({ id: p.task_id, task: (p.fields || {}).task, status: "running" });
-    return;
-  }
-  if (kind === "operator_request") { st.requests = st.requests.filter((r) => r.id !== p.id).concat([p]); return; }
-  if (kind === "operator_request_closed") {
-    st.requests = st.requests.filter((r) => r.id !== p.id);
-    if (task) task.messages.push(`request ${p.kind}: ${p.outcome}${p.answer ? " (" + p.answer + ")" : ""}`);
-    return;
-  }
-  if (!task || (p.task_id && p.task_id !== task.id)) return;
-  if (kind === "tool_started") {
-    task.timeline.push({ call_id: p.call_id, tool: p.tool, arguments: p.arguments, status: "running" });
-  } else if (kind === "tool_finished") {
-    let row = [...task.timeline].reverse().find((r) => r.call_id === p.call_id);
-    if (!row) { row = { call_id: p.call_id, tool: p.tool, arguments: p.arguments }; task.timeline.push(row); }
-    Object.assign(row, { status: p.error ? "error" : "ok", duration_s: p.duration_s, error: p.error,
-      images: p.image_urls || [], clip: p.clip_url, result: p.result });
-    task.counters.tool_calls += 1;
-    if (p.error) task.counters.errors += 1;
-  } else if (kind === "scene_reset") {
-    task.reset = { status: p.status, label: p.label, detail: p.detail, error: p.error };
-  } else if (kind === "planner_text") {
-    task.text = (task.text + (p.text || "")).slice(-200000);
-  } else if (kind === "finish") {
-    task.finish = p.finish_result;
-  } else if (kind === "counters") {
-    task.counters.turns = p.turns; task.counters.tokens = p.tokens;
-  } else if (kind === "operator_message") {
-    task.messages.push("message: " + p.text);
-  } else if (kind === "operator_note") {
-    task.notes.push(p.text); task.messages.push("note: " + p.text);
-  } else if (kind === "abort_requested") {
-    task.status = "aborting";
-  } else if (kind === "task_ended") {
-    const s = p.summary || {};
-    Object.assign(task, { status: s.status || "error", ended: p.ended, summary: s, solved: s.solved,
-      finish: s.finish_result || task.finish, artifacts: p.artifacts || {} });
-    task.counters.turns = s.turns; task.counters.tokens = (s.usage || {}).total_tokens;
-    const row = st.tasks.find((r) => r.id === task.id);
-    if (row) Object.assign(row, { status: task.status, finish_status: s.finish_status, solved: task.solved,
-      disagreement: s.disagreement });
-  }
-}
-
 // ---- event stream --------------------------------------------------------------------------------
 
 async function loadState() {
   S.state = await api("GET", "/api/state");
   S.lastId = S.state.last_event_id;
+  S.clockOffset = S.state.server_time - Date.now() / 1000;  // approval deadlines are on the server's clock
   if (!S.state.task) S.state.task = null;
   schedule();
 }
@@ -105,7 +46,8 @@ function onEvent(event) {
   const id = Number(event.lastEventId);
   if (id && id <= S.lastId) return;  // already in the snapshot
   if (id) S.lastId = id;
-  apply(event.type, JSON.parse(event.data));
+  apply(S.state, event.type, JSON.parse(event.data));
+  if (S.state.session.status === "stopped") endStream();
   schedule();
 }
 
@@ -129,10 +71,19 @@ function connect() {
   source.onerror = () => setLink(false);  // the browser reconnects and sends Last-Event-ID itself
 }
 
+function endStream() {
+  // The session stopped: nothing more will come, so do not keep reconnecting to a server that is gone.
+  if (S.ended) return;
+  S.ended = true;
+  if (S.source) S.source.close();
+  pill($("link-status"), "ended");
+}
+
 function setLink(online) {
-  const pill = $("link-status");
-  pill.textContent = online ? "live" : "reconnecting";
-  pill.className = "pill " + (online ? "online" : "offline");
+  if (S.ended) return;
+  const node = $("link-status");
+  node.textContent = online ? "live" : "reconnecting";
+  node.className = "pill " + (online ? "online" : "offline");
 }
 
 // Latest frame wins: while one picture loads, only the newest counter is remembered.
@@ -145,7 +96,10 @@ function showFrame({ channel, n }) {
   const shown = f.next;
   const done = (loaded) => {
     f.loading = false;
-    if (loaded) img.dataset.frame = String(shown);  // the counter of the picture actually on screen
+    if (loaded) {
+      img.dataset.frame = String(shown);  // the counter of the picture actually on screen
+      img.parentElement.style.aspectRatio = `${img.naturalWidth} / ${img.naturalHeight}`;  // shown whole, never cropped
+    }
     if (f.next > shown) showFrame({ channel, n: f.next });
   };
   img.onload = () => done(true);
@@ -161,62 +115,102 @@ function schedule() {
   requestAnimationFrame(() => { S.dirty = false; render(); });
 }
 
-function pill(node, status) { node.textContent = status; node.className = "pill " + status; }
+const words = (status) => String(status).replaceAll("_", " ");
+function pill(node, status) { node.textContent = words(status); node.className = "pill " + status; }
+const pillEl = (status, attrs = {}) => el("span", { class: "pill " + status, text: words(status), ...attrs });
+const yesNo = (v) => (v === true ? "yes" : v === false ? "no" : "—");
 
 function render() {
   const st = S.state;
   if (!st) return;
-  pill($("session-status"), st.session.status);
+  const session = st.session;
+  pill($("session-status"), session.status);
+  $("session-detail").textContent = session.reason || session.error || "";
   $("components").replaceChildren(...st.components.map((c) => el("tr", { "data-component": c.name },
     el("td", { text: c.label }), el("td", { text: c.shared ? "shared" : "per task", class: "muted" }),
-    el("td", {}, el("span", { class: "pill " + c.status, text: c.status })), el("td", { text: c.detail || "" }))));
-  $("task-history").replaceChildren(...st.tasks.map((t) => el("li", { text:
-    `${t.id}: ${t.status}${t.finish_status ? " / " + t.finish_status : ""}${t.solved === true ? " / solved" : ""}` +
-    `${t.disagreement ? " / NOT SOLVED (finish and solved() disagree)" : ""}`, class: t.disagreement ? "error" : null })));
+    el("td", {}, pillEl(c.status)), el("td", { text: c.detail || "", class: "muted" }))));
+  renderHistory(st.tasks);
   renderRequests(st.requests);
   const task = st.task;
-  const running = task && ["running", "aborting"].includes(task.status);
-  $("start-task").disabled = Boolean(running) || st.session.status !== "ready";
-  for (const id of ["send-message", "add-note", "abort"]) $(id).disabled = !running;
+  const open = session.status === "ready";  // stopping / stopped: nothing more can be done here
+  const running = Boolean(task && ["running", "aborting"].includes(task.status));
+  $("start-task").disabled = running || !open;
+  for (const id of ["send-message", "add-note", "abort"]) $(id).disabled = !running || !open;
   const warning = $("disagreement");
   const disagreement = task && task.summary ? task.summary.disagreement : null;
   warning.hidden = !disagreement;
   warning.textContent = disagreement ? "⚠ " + disagreement : "";
   if (!task) return;
-  $("task-title").textContent = `${task.id} ${task.fields.task ? "— " + task.fields.task : ""}`;
+  $("task-title").textContent = `${task.id}${task.fields.task ? " — " + task.fields.task : ""}`;
   pill($("task-status"), task.status);
   $("timeline").tBodies[0].replaceChildren(...task.timeline.map(timelineRow));
+  $("timeline-empty").hidden = task.timeline.length > 0;
   const text = $("planner-text");
+  $("planner-text-panel").hidden = !task.text;
   if (text.textContent !== task.text) { text.textContent = task.text; text.scrollTop = text.scrollHeight; }
   $("operator-log").replaceChildren(...task.messages.map((m) => el("li", { text: m })));
   const c = task.counters;
   $("counters").replaceChildren(...[["tool calls", c.tool_calls], ["errors", c.errors], ["turns", c.turns ?? "…"],
     ["tokens", c.tokens ?? "…"]].flatMap(([k, v]) => [el("dt", { text: k }), el("dd", { "data-counter": k, text: String(v) })]));
-  const finish = task.finish;
-  $("result").replaceChildren(
-    el("dl", {},
-      el("dt", { text: "finish" }), el("dd", { "data-testid": "finish-status", text: finish ? String(finish.status) : "—" }),
-      el("dt", { text: "summary" }), el("dd", { text: finish && finish.summary ? finish.summary : "—" }),
-      el("dt", { text: "solved()" }), el("dd", { "data-testid": "solved", text: task.solved === null || task.solved === undefined ? "—" : String(task.solved) }),
-      el("dt", { text: "planner" }), el("dd", { "data-testid": "task-planner",
-        text: task.planner ? task.planner + (task.recipe ? " " + task.recipe : "") : "—" }),
-      el("dt", { text: "reset" }), el("dd", { "data-testid": "reset-status",
-        text: task.reset ? task.reset.status + (task.reset.error ? ": " + task.reset.error : "") : "—" }),
-      el("dt", { text: "stop" }), el("dd", { text: task.summary ? String(task.summary.stop_reason || "") : "—" }),
-      el("dt", { text: "notes" }), el("dd", { text: finish && finish.operator_notes ? finish.operator_notes.join("; ") : "—" })));
+  renderResult(task);
   $("artifacts").replaceChildren(...Object.entries(task.artifacts || {}).map(([name, url]) =>
     el("a", { href: url, target: "_blank", "data-artifact": name, text: name })));
 }
 
+function renderResult(task) {
+  const finish = task.finish;
+  const summary = task.summary || {};
+  const row = (label, ...value) => [el("dt", { text: label }), el("dd", {}, ...value)];
+  const reset = task.reset || {};
+  $("result").replaceChildren(el("dl", {},
+    ...row("run", pillEl(task.status), summary.stop_reason ? " " + summary.stop_reason : ""),
+    ...row("finish", el("span", { "data-testid": "finish-status", text: finish ? String(finish.status) : "—" }),
+      finish && finish.summary ? el("div", { class: "muted", text: finish.summary }) : null),
+    ...row("solved()", el("span", { "data-testid": "solved",
+      text: task.solved === null || task.solved === undefined ? "—" : String(task.solved) })),
+    ...row("planner", el("span", { "data-testid": "task-planner", title: task.recipe || null,
+      text: task.planner ? task.planner + (task.recipe ? " · " + recipeLabel(task.recipe) : "") : "—" })),
+    ...row("reset", el("span", { "data-testid": "reset-status", text: reset.status || "—" }),
+      reset.error ? el("div", { class: "error", text: reset.error }) : null),
+    ...row("notes", finish && finish.operator_notes && finish.operator_notes.length ? finish.operator_notes.join("; ") : "—")));
+}
+
+function renderHistory(tasks) {
+  const list = $("task-history");
+  if (!tasks.length) { list.replaceChildren(el("li", { class: "empty", text: "none yet" })); return; }
+  list.replaceChildren(...tasks.map((t) => {
+    // Each fact once: the run's status, then the planner's finish only where it says more, then solved().
+    const parts = [];
+    if (t.finish_status && t.finish_status !== t.status) parts.push("finish " + t.finish_status);
+    if (t.solved === true || t.solved === false) parts.push("solved() " + yesNo(t.solved));
+    if (t.disagreement) parts.push("finish and solved() disagree");
+    return el("li", { "data-task": t.id, class: t.disagreement ? "disagree" : null, title: t.stop_reason || null },
+      el("span", { class: "tid", text: t.id }), pillEl(t.status), el("span", { class: "verdict", text: parts.join(" · ") }));
+  }));
+}
+
+function formatArguments(args) {
+  if (!args || typeof args !== "object") return "";
+  return Object.entries(args).map(([k, v]) => `${k}=${typeof v === "string" ? v : JSON.stringify(v)}`).join("  ");
+}
+
 function timelineRow(r) {
-  const media = el("td");
-  (r.images || []).forEach((url) => media.append(el("a", { href: url, target: "_blank" }, el("img", { src: url, alt: "observation" }))));
-  if (r.clip) media.append(el("a", { href: r.clip, target: "_blank", "data-clip": "1", text: "clip" }));
-  const args = r.arguments && Object.keys(r.arguments).length ? JSON.stringify(r.arguments) : "";
+  const media = el("td", { class: "media" });
+  (r.images || []).forEach((url, i) => {
+    const camera = (r.image_labels || [])[i] || `image ${i + 1}`;
+    media.append(el("a", { class: "thumb", href: url, target: "_blank", "data-camera": camera, title: camera },
+      el("img", { src: url, alt: camera, loading: "lazy" }), el("span", { text: camera })));
+  });
+  if (r.clip) media.append(el("a", { class: "clip", href: r.clip, target: "_blank", "data-clip": "1", text: "clip ▸" }));
+  const args = formatArguments(r.arguments);
+  // How it ended, in the words the console uses ("cancelled: <reason>", "failed: grasped=false").
+  const said = r.status_text || (r.error ? "error: " + r.error : "");
+  const detail = said.startsWith(r.status + ": ") ? said.slice(r.status.length + 2) : (said === r.status ? "" : said);
   return el("tr", { "data-testid": "timeline-row", "data-tool": r.tool, "data-status": r.status },
-    el("td", { text: String(r.call_id) }), el("td", { text: r.tool }), el("td", { text: args, title: r.result || "" }),
-    el("td", {}, el("span", { class: "pill " + r.status, text: r.status }), r.error ? el("div", { class: "error", text: r.error }) : null),
-    el("td", { text: r.duration_s != null ? r.duration_s.toFixed(2) + " s" : "" }), media);
+    el("td", { class: "id", text: String(r.call_id) }), el("td", { class: "tool", text: r.tool }),
+    el("td", { class: "args", title: args + (r.result ? "\n→ " + r.result : "") }, el("div", { text: args })),
+    el("td", { class: "status" }, pillEl(r.status), detail ? el("div", { class: "detail", title: said, text: detail }) : null),
+    el("td", { class: "num", text: r.duration_s != null ? r.duration_s.toFixed(2) + " s" : "" }), media);
 }
 
 function renderRequests(requests) {
@@ -225,15 +219,36 @@ function renderRequests(requests) {
   [...box.children].forEach((child) => { if (!open.has(child.dataset.request)) child.remove(); });
   for (const r of requests) {
     if (box.querySelector(`[data-request="${r.id}"]`)) continue;  // keep what the operator is typing
-    const answer = r.kind === "question" ? el("input", { placeholder: "Your answer", "data-testid": "answer-input" }) : null;
+    const approval = r.kind === "approval";
+    const answer = approval ? null : el("input", { placeholder: "Your answer", "data-testid": "answer-input" });
     const send = (body) => api("POST", `/api/requests/${encodeURIComponent(r.id)}`, body).catch(showOperatorError);
-    const buttons = r.kind === "approval"
-      ? [el("button", { "data-testid": "approve", onclick: () => send({ approve: true }), text: "Approve" }),
+    const buttons = approval
+      ? [el("button", { class: "approve", "data-testid": "approve", onclick: () => send({ approve: true }), text: "Approve" }),
         el("button", { class: "deny", "data-testid": "deny", onclick: () => send({ approve: false }), text: "Deny" })]
       : [el("button", { "data-testid": "answer", onclick: () => send({ answer: answer.value }), text: "Answer" })];
     box.append(el("div", { class: "request", "data-request": r.id, "data-kind": r.kind, "data-testid": "request" },
-      el("p", { text: (r.kind === "approval" ? "Approve motion? " : "Question: ") + r.text }),
+      el("div", { class: "request-head" }, el("strong", { text: approval ? "Approve motion?" : "Question" }),
+        el("span", { class: "countdown", "data-testid": "countdown" })),
+      el("p", { class: "request-text", text: r.text }),
+      el("div", { class: "bar" }, el("div", { "data-testid": "countdown-bar" })),
       answer, el("div", { class: "row" }, ...buttons)));
+  }
+  updateCountdowns();
+}
+
+// What a pending request's deadline leaves, on the server's clock: approvals are denied at 0.
+function updateCountdowns() {
+  if (!S.state) return;
+  const now = Date.now() / 1000 + S.clockOffset;
+  for (const r of S.state.requests) {
+    const card = $("requests").querySelector(`[data-request="${r.id}"]`);
+    if (!card || !r.deadline) continue;
+    const left = Math.min(r.timeout_s, Math.max(0, r.deadline - now));
+    const counter = card.querySelector("[data-testid=countdown]");
+    counter.textContent = `${r.kind === "approval" ? "denied" : "unanswered"} in ${Math.ceil(left)} s`;
+    counter.dataset.seconds = String(Math.ceil(left));
+    counter.classList.toggle("urgent", left < 10);
+    card.querySelector("[data-testid=countdown-bar]").style.width = `${(100 * left) / r.timeout_s}%`;
   }
 }
 
@@ -243,7 +258,7 @@ function showOperatorError(error) { $("operator-error").textContent = error.mess
 
 function renderForm(spec) {
   $("robot-name").textContent = spec.robot;
-  $("planner-name").textContent = spec.planner ? "planner: " + spec.planner : "";
+  $("planner-name").textContent = spec.planner || "—";
   $("start-task").textContent = spec.task_command || "Start task";
   $("task-fields").replaceChildren(...spec.task_fields.map((f) => {
     const id = "field-" + f.name;
@@ -251,19 +266,25 @@ function renderForm(spec) {
     if (f.kind === "choice") {
       input = el("select", { id, name: f.name }, ...f.choices.map((c) => el("option", { value: c, text: c, selected: c === f.default })));
     } else if (f.kind === "bool") {
-      input = el("input", { id, name: f.name, type: "checkbox", checked: Boolean(f.default) });
+      return el("div", { class: "field" }, el("label", { class: "check" },
+        el("input", { id, name: f.name, type: "checkbox", checked: Boolean(f.default) }), el("span", { text: f.label })),
+      f.help ? el("p", { class: "hint", text: f.help }) : null);
     } else if (f.kind === "text") {
       input = el("textarea", { id, name: f.name, rows: 2 });
       input.value = f.default ?? "";
     } else {
       input = el("input", { id, name: f.name, type: "number", step: f.kind === "int" ? "1" : "any", value: f.default ?? "" });
     }
-    return el("div", {}, el("label", { for: id, text: f.label }), input, f.help ? el("div", { class: "muted", text: f.help }) : null);
+    return el("div", { class: "field" }, el("label", { for: id, text: f.label }), input,
+      f.help ? el("p", { class: "hint", text: f.help }) : null);
   }));
-  $("frames").replaceChildren(...spec.frame_channels.map((c) => el("figure", {},
-    el("img", { "data-channel": c.name, "data-testid": "frame-" + c.name, alt: c.label }),
-    el("figcaption", { text: `${c.label} (≤ ${c.max_fps} fps)` }))));
+  $("frames").replaceChildren(...spec.frame_channels.map((c) => el("figure", { class: "view", "data-view": c.name },
+    el("figcaption", {}, c.label, el("span", { text: `≤ ${c.max_fps} fps` })),
+    el("div", { class: "view-box" }, el("img", { "data-channel": c.name, "data-testid": "frame-" + c.name, alt: c.label }),
+      el("div", { class: "nosignal", text: "no picture yet" })))));
 }
+
+function recipeLabel(path) { return (S.spec.recipe_labels || {})[path] || path; }
 
 function renderRunFields(spec) {
   const planners = spec.planners || [];
@@ -273,11 +294,11 @@ function renderRunFields(spec) {
   const replay = planners.find((p) => p.name === "replay");
   const recipes = replay ? replay.recipes : [];
   $("recipe-select").replaceChildren(...recipes.map((r) => el("option", {
-    value: r, selected: r === spec.default_recipe, text: r.split("/").slice(-3).join("/") })));
+    value: r, selected: r === spec.default_recipe, title: r, text: recipeLabel(r) })));
   if (spec.reset) {
     $("reset-row").hidden = false;
     $("reset-check").checked = Boolean(spec.reset.default);
-    $("reset-label").textContent = "Reset before the task: " + spec.reset.label;
+    $("reset-label").textContent = spec.reset.label;
   }
   for (const id of ["planner-select", "recipe-select", "reset-check"]) $(id).addEventListener("change", showPreview);
   showPreview();
@@ -293,10 +314,11 @@ function runChoice() {
 function showPreview() {
   const c = runChoice();
   $("recipe-row").hidden = c.planner !== "replay";
-  $("run-preview").textContent = c.planner
-    ? `Will run: planner ${c.planner}${c.recipe ? ", recipe " + c.recipe : ""}` +
-      (S.spec.reset ? (c.reset ? ", reset first (" + S.spec.reset.label + ")" : ", no reset") : "")
-    : "No planner can run here: see the reasons in the list.";
+  if (!c.planner) { $("run-preview").textContent = "No planner can run here: see the reasons in the list."; return; }
+  const what = c.recipe ? `replay of ${recipeLabel(c.recipe)}` : `the ${c.planner} planner`;
+  const before = S.spec.reset && c.reset ? "scene reset, then " : "";
+  const after = S.spec.reset && !c.reset ? ", without a reset" : "";
+  $("run-preview").textContent = `Will run: ${before}${what}${after}.`;
 }
 
 function formValues() {
@@ -326,6 +348,7 @@ function wire() {
     $("operator-error").textContent = "";
     try { await api("POST", "/api/task/abort", { reason: "operator pressed Abort" }); } catch (error) { showOperatorError(error); }
   });
+  setInterval(updateCountdowns, 250);
 }
 
 async function boot() {
