@@ -13,6 +13,7 @@ from typing import Any
 
 from robots.franka.config import CONFIG_DIR, FrankaConfig, load_franka_config
 from robots.franka.prompt_bundle import PROMPT_BUNDLE
+from robots.franka.tool_bounds import envelope_tools
 from robots.franka.toolkit import FrankaToolkit
 from rpent.loopback import loopback_hosts
 from rpent.robot import (
@@ -27,7 +28,7 @@ from rpent.robot import (
 )
 from rpent.robot.components import RuntimeNodeComponent
 from rpent.runtime.arm import RuntimeFault
-from rpent.tools import Toolkit
+from rpent.tools import Tool, Toolkit
 from rpent.tools.events import DashboardEventSink
 
 
@@ -45,6 +46,13 @@ class FrankaSpec(RobotSpec):
         frame_channels=(FrameChannel("front", "Front camera", max_fps=4.0), FrameChannel("top", "Top camera", max_fps=2.0),
                         FrameChannel("wrist", "Wrist camera", max_fps=4.0)),
     )
+
+    def list_tools(self, args: argparse.Namespace | None = None) -> list[Tool]:
+        """The tools as a run offers them: their ranges from the safety envelope of --config/--safety-file."""
+        franka = self.deployment(args if args is not None else argparse.Namespace())
+        safety = franka.safety()
+        limits = {arm.name: safety.limits_for(arm.name) for arm in franka.arms}
+        return Toolkit(tools=envelope_tools(self.toolkit_class.tools, limits)).list_tools()
 
     def add_cli_args(self, parser: argparse.ArgumentParser) -> None:
         group = parser.add_argument_group("franka")

@@ -8,6 +8,7 @@ from typing import Any
 from robots.franka import actions, scene_record
 from robots.franka.frame_store import DEPTH_FOLDER, FrameStore
 from robots.franka.runtime import FrankaRuntime
+from robots.franka.tool_bounds import envelope_tools
 from robots.franka.tools import FRANKA_TOOLS
 from rpent.tools import Command, Toolkit, ToolResult
 
@@ -22,6 +23,10 @@ class FrankaToolkit(Toolkit):
     robot: FrankaRuntime
 
     def __init__(self, *, target_object: str = "cube", **kwargs: Any) -> None:
+        robot = kwargs.get("robot")
+        if kwargs.get("tools") is None and robot is not None:
+            # The schema states the ranges these arms' envelopes enforce (robots.franka.tool_bounds).
+            kwargs["tools"] = envelope_tools(self.tools, {name: arm.envelope.limits for name, arm in robot.arms.items()})
         super().__init__(**kwargs)
         self.target_object = target_object
         # Depth and camera poses of every observation, for back_project; on disk beside images/ with

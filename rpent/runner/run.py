@@ -81,7 +81,7 @@ def make_planner(args: argparse.Namespace, spec: RobotSpec) -> Planner:
         planner = build_planner(args.planner, **options)
         check_tools = getattr(planner, "check_tools", None)
         if check_tools is not None:  # e.g. a recipe naming a tool this robot lacks
-            check_tools(spec.list_tools())
+            check_tools(spec.list_tools(args))  # with the ranges the robot's configuration sets
     except (ValueError, OSError) as exc:  # e.g. a missing API key or an unreadable recipe
         raise ConfigError(str(exc)) from exc
     return planner

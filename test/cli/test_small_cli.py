@@ -59,9 +59,9 @@ def test_dashboard_and_serve_mcp_default_to_different_ports():
     assert dashboard != mcp
 
 
-def _tools_on_a_terminal(*flags: str) -> str:
+def _tools_on_a_terminal(*flags: str, robot: str = "toy") -> str:
     leader, follower = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "rpent", "tools", "--robot", "toy", *flags], cwd=REPO,
+    proc = subprocess.Popen([sys.executable, "-m", "rpent", "tools", "--robot", robot, *flags], cwd=REPO,
                             env=rpent_env(), stdout=follower, stderr=subprocess.PIPE)
     os.close(follower)
     chunks = []
@@ -82,8 +82,24 @@ def _longest_line(text: str) -> int:
     return max(len(line) for line in text.splitlines())
 
 
-def test_tools_pretty_prints_schemas_on_a_terminal_and_keeps_one_line_when_piped():
-    on_terminal = _tools_on_a_terminal()
+def test_tools_list_each_parameter_on_one_line_on_a_terminal():
+    listing = _tools_on_a_terminal(robot="franka")
+    assert len(listing.splitlines()) < 120, listing  # not 600 lines of JSON Schema
+    assert "schema:" not in listing and "anyOf" not in listing and '"type"' not in listing
+    lines = listing.splitlines()
+    assert lines[0] == "move_to: Move the gripper (its fingertip centre) to a pose in the robot base frame."
+    x = next(line for line in lines if line.strip().startswith("x_m "))
+    assert re.fullmatch(r"  x_m +number \[0\.3, 0\.7\], required +Target x in metres\.", x), x
+    speed = next(line for line in lines if line.strip().startswith("speed_factor "))
+    assert "number (0, 0.3], optional" in speed  # an optional input, plainly
+    grasp_force = next(line for line in lines if line.strip().startswith("force_n "))
+    assert "number (0, 40], default 20" in grasp_force
+    assert "get_state (read-only): " in listing and "  (no parameters)" in listing
+    assert _tools_on_a_terminal("--list", robot="franka") == listing
+
+
+def test_tools_schemas_are_behind_a_flag_indented_on_a_terminal_and_one_line_when_piped():
+    on_terminal = _tools_on_a_terminal("--schema")
     piped = rpent("tools", "--robot", "toy").stdout
     terminal_schemas = [line for line in on_terminal.splitlines() if line.startswith("  schema: ")]
     assert terminal_schemas and all(line == "  schema: {" for line in terminal_schemas), on_terminal

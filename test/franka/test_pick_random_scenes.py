@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from rpent.cli.main import build_parser
-from rpent.runner.run import run
 from rpent.robot import load_robot
+from rpent.runner.run import run
 
 SEEDS = range(1, 11)
 PLANNER = "scripted_pick:RedCubePickPlanner"  # test/franka is on sys.path under pytest

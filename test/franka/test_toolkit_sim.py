@@ -110,13 +110,19 @@ def test_move_to_with_orientation(toolkit: FrankaToolkit, sim_runtime) -> None:
 
 def test_out_of_envelope_move_is_refused_naming_limit_and_arm_stays(toolkit: FrankaToolkit, sim_runtime) -> None:
     before = sim_runtime.arm().state()
+    # Past a range the schema states (the envelope's own limits): refused as arguments, naming the bound.
     result = toolkit.execute_tool("move_to", {"x_m": 0.5, "y_m": 0.0, "z_m": 0.1})
     assert result.is_error
-    assert "arm.target.z_m = 0.1 violates workspace_m.z [0.21, 0.65]" in result.error
+    assert "z_m: Input should be greater than or equal to 0.21 (got 0.1)" in result.error
     result = toolkit.execute_tool("move_by", {"dx_m": 0.15})
-    assert "arm.step.length_m = 0.15 violates max_step_m 0.1" in result.error
+    assert "dx_m: Input should be less than or equal to 0.1 (got 0.15)" in result.error
     result = toolkit.execute_tool("grasp", {"force_n": 90})
-    assert "gripper_force_n = 90.0" in result.error
+    assert "force_n: Input should be less than or equal to 40" in result.error
+    # Inside every range yet outside the envelope (the step as a whole, the reach): the envelope refuses.
+    result = toolkit.execute_tool("move_by", {"dx_m": 0.08, "dy_m": -0.08})
+    assert "arm.step.length_m = 0.1131 violates max_step_m 0.1" in result.error
+    result = toolkit.execute_tool("move_to", {"x_m": 0.7, "y_m": 0.3, "z_m": 0.65})
+    assert "max_reach_m" in result.error
     after = sim_runtime.arm().state()
     assert not after.moving and after.pose.distance_to(before.pose) < 0.0005
 
@@ -233,7 +239,7 @@ def test_dual_arm_tools_move_the_named_arm_and_both_at_once(tmp_path: Path) -> N
         assert left.state().pose.distance_to(l0) < POS_TOL_M
         assert right.state().pose.position[2] == pytest.approx(r0.position[2] + 0.03, abs=POS_TOL_M)
         refused = kit.execute_tool("move_both_by", {"dz_m": -0.15})
-        assert "max_step_m" in refused.error
+        assert "dz_m: Input should be greater than or equal to -0.1" in refused.error  # max_step_m, in the schema
         assert set(_ok(kit.execute_tool("get_state", {}))["arms"]) == {"left", "right"}
         assert "arm: Input should be 'left' or 'right'" in kit.execute_tool("open_gripper", {"arm": "middle"}).error
         _ok(kit.execute_tool("grasp", {"arm": "Right", "width_m": 0.0}))

@@ -82,9 +82,11 @@ def test_reached_is_true_only_where_the_hand_really_is(toolkit: FrankaToolkit, s
     strict = arm.envelope
     lax = ArmLimits(workspace_m={"x": (0.3, 0.7), "y": (-0.3, 0.3), "z": (0.15, 0.65)}, table={"top_z_m": 0.0})
     arm.envelope = SafetyEnvelope(lax, "arm", flange_to_tcp=strict.flange_to_tcp)
+    # A toolkit built on the lax envelope: its schema's ranges are the envelope's (z down to 0.15).
+    lax_kit = FrankaToolkit(robot=sim_runtime)
     try:
-        _ok(toolkit.execute_tool("move_to", {"x_m": 0.62, "y_m": 0.08, "z_m": 0.26}))
-        blocked = _ok(toolkit.execute_tool("move_to", {"x_m": 0.62, "y_m": 0.08, "z_m": 0.17}))
+        _ok(lax_kit.execute_tool("move_to", {"x_m": 0.62, "y_m": 0.08, "z_m": 0.26}))
+        blocked = _ok(lax_kit.execute_tool("move_to", {"x_m": 0.62, "y_m": 0.08, "z_m": 0.17}))
         truth = _truth(sim_runtime)
         table.append(("into the table", blocked["reached"], float(np.linalg.norm(truth[:3, 3] - (0.62, 0.08, 0.17)))))
         assert truth[2, 3] > 0.19  # ground truth: the fingertips rest on the table top (0.20 m)
@@ -92,8 +94,9 @@ def test_reached_is_true_only_where_the_hand_really_is(toolkit: FrankaToolkit, s
         assert blocked["cause"].startswith("contact")
         assert blocked["position_error_m"] > 0.015
         assert blocked["pose"]["position"][2] == pytest.approx(truth[2, 3], abs=0.003)
-        _ok(toolkit.execute_tool("move_to", {"x_m": 0.62, "y_m": 0.08, "z_m": 0.30}))
+        _ok(lax_kit.execute_tool("move_to", {"x_m": 0.62, "y_m": 0.08, "z_m": 0.30}))
     finally:
+        lax_kit.close(timeout=30)
         arm.envelope = strict
 
     # Joint motion: reached is about the measured joints and pose too.

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from rpent.runner.artifacts import publish_to_memory
 from rpent.memory import MemoryAccess, MemoryManager
 from rpent.memory.manager import MemoryAccessError
+from rpent.runner.artifacts import publish_to_memory
 
 
 def _record(tmp_path):
