@@ -115,7 +115,10 @@ def _valid_number(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
         low, high, allow_nan=False, allow_infinity=False,
         exclude_min="exclusiveMinimum" in schema, exclude_max="exclusiveMaximum" in schema,
     )  # fmt: skip
-    ints = st.integers(None if low is None else math.ceil(low), None if high is None else math.floor(high))
+    int_low, int_high = None if low is None else math.ceil(low), None if high is None else math.floor(high)
+    if int_low is not None and int_high is not None and int_low > int_high:
+        return floats  # no whole number in the range (franka's x_m [0.3, 0.7])
+    ints = st.integers(int_low, int_high)
     return floats | ints.filter(lambda i: _within_bounds(schema, i))
 
 
