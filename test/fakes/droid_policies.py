@@ -54,7 +54,7 @@ class GoalSeeking:
     """
 
     def __init__(self, goals: Sequence[Sequence[float]], *, max_step_rad: Sequence[float] = (0.03, 0.01),
-                 reached_rad: float = 0.003, passed_rad: float = 0.015, horizon: int = 8) -> None:
+                 reached_rad: float = 0.005, passed_rad: float = 0.015, horizon: int = 8) -> None:
         self.goals = [np.asarray(g, dtype=float) for g in goals]
         self.max_step_rad = list(max_step_rad)  # per goal: slower on the way down to the table
         self.reached_rad = reached_rad  # the last goal; the ones on the way count as passed within passed_rad
