@@ -121,7 +121,8 @@ class ReplayPlanner(ScriptPlanner):
             log.debug("replay step %d/%d %s: %s", index, len(self.steps), step["tool"], "error" if result.is_error else "ok")
             failure = _step_failure(index, step, result)
             if failure is not None:
-                log.warning("replay: %s%s", failure, "; going on (--continue-on-error)" if self.continue_on_error else "")
+                if not result.is_error:  # an error is on the call's own progress line already
+                    log.warning("replay: %s%s", failure, "; going on (--continue-on-error)" if self.continue_on_error else "")
                 if not self.continue_on_error:
                     return self._result(PlannerStatus.ERROR, failure, turns, transcript, toolkit, error=failure)
                 failures.append(failure)

@@ -45,9 +45,9 @@ def test_real_arm_that_does_not_answer_is_one_line_naming_host_and_sim_flag(tmp_
 
 @pytest.mark.slow
 def test_safety_refusal_is_one_line_and_the_traceback_is_in_run_log(tmp_path):
-    recipe = tmp_path / "below_table.jsonl"
+    recipe = tmp_path / "sideways.jsonl"  # inside every schema range, but the hand would point sideways
     recipe.write_text(json.dumps({"tool": "move_to", "arguments": {
-        "x_m": 0.5, "y_m": 0.0, "z_m": -0.2, "roll_rad": 3.14159, "pitch_rad": 0.0, "yaw_rad": 0.0}}) + "\n")
+        "x_m": 0.5, "y_m": 0.0, "z_m": 0.3, "roll_rad": 1.5708, "pitch_rad": 0.0, "yaw_rad": 0.0}}) + "\n")
     out = tmp_path / "run"
     done = rpent("run", "--robot", "franka", "--sim", "--planner", "replay", "--recipe", str(recipe),
                  "--output-dir", str(out))
@@ -55,9 +55,21 @@ def test_safety_refusal_is_one_line_and_the_traceback_is_in_run_log(tmp_path):
     _no_traceback(done.stderr)
     refused = [line for line in done.stderr.splitlines() if "MotionRefused" in line]
     assert len(refused) == 1, done.stderr
-    assert "z_m = -0.2" in refused[0] and "the robot did not move" in refused[0]
+    assert "max_tilt_deg" in refused[0] and "the robot did not move" in refused[0]
     run_log = (out / "run.log").read_text()
     assert "Traceback (most recent call last)" in run_log and "MotionRefused" in run_log
+
+
+def test_a_recipe_step_past_the_envelope_is_refused_before_anything_starts(tmp_path):
+    recipe = tmp_path / "below_table.jsonl"
+    recipe.write_text(json.dumps({"tool": "move_to", "arguments": {"x_m": 0.5, "y_m": 0.0, "z_m": -0.2}}) + "\n")
+    out = tmp_path / "run"
+    done = rpent("run", "--robot", "franka", "--sim", "--planner", "replay", "--recipe", str(recipe),
+                 "--output-dir", str(out))
+    assert done.returncode == 2, done.stderr  # the schema's z_m range is the envelope's workspace_m.z
+    assert done.stderr.strip() == (f"rpent: error: {recipe}:1: invalid arguments for tool 'move_to': "
+                                   "z_m: Input should be greater than or equal to 0.21 (got -0.2)")
+    assert not out.exists()  # nothing started, nothing written
 
 
 @pytest.mark.slow
