@@ -13,6 +13,12 @@ process. Measured, sequentially, N calls each:
 
 Bare and toolkit calls alternate in blocks of 20, so a drifting machine load biases neither. Ratios
 are to the bare server's figures; the goal is a toolkit round trip within 1.5x the bare one.
+
+With SROS2 (--security, the default; --no-security skips it): the toolkit node and the client each in
+a process of their own, once unsecured and once secured (a keystore of the shipped policy, made with
+`rpent ros-security init`: toolkit in /rpent/toolkit, client in /rpent/planner, DDS-Security's
+authentication, access control and encryption), in alternating rounds; the secured round trip and
+cancel -> result are given as a ratio to the unsecured ones of the same run (aim <= 1.3x).
 Needs a sourced ROS 2 with this package built by colcon (see docs/ros.md); confine DDS to loopback.
 
 Run: source <ros2>/setup.bash && source <ws>/install/setup.bash && python bench/bench_ros.py [--calls 200]
@@ -131,6 +137,90 @@ def _client_process(args: argparse.Namespace) -> int:
     return 0
 
 
+def _toolkit_client_process(args: argparse.Namespace) -> int:
+    """A client of the toolkit node only (no bare server), named as the policy names the planner."""
+    from rpent_ros.spinning import spinning_node
+    from rpent_ros.toolkit_client import RosToolkit
+
+    with spinning_node("planner") as node:
+        toolkit = RosToolkit(node, "/toolkit")
+        toolkit.wait_ready(60)
+        for _ in range(10):
+            toolkit.execute_tool("get_state", {})
+        figures = {"toolkit": _timed(lambda: toolkit.execute_tool("get_state", {}), args.calls),
+                   "toolkit_cancel": _cancel_latencies(toolkit, args.cancels)}
+    Path(args.client_report).write_text(json.dumps(figures))
+    return 0
+
+
+def _serve_process(args: argparse.Namespace) -> int:
+    """The toy toolkit node alone, until stdin closes."""
+    import rclpy
+    from rclpy.executors import MultiThreadedExecutor
+    from rclpy.parameter import Parameter
+
+    from rpent_ros.spinning import BackgroundSpin
+    from rpent_ros.toolkit_node import ToolkitNode
+
+    rclpy.init(args=sys.argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        node = ToolkitNode(parameter_overrides=[Parameter("robot", value="toy"), Parameter("output_dir", value=tmp),
+                                                Parameter("speed", value=0.05)])
+        executor = MultiThreadedExecutor(num_threads=8)
+        executor.add_node(node)
+        spinning = BackgroundSpin(executor)
+        print("serving", flush=True)
+        sys.stdin.read()
+        node.shutdown()
+        spinning.stop()
+        node.destroy_node()
+    rclpy.try_shutdown()
+    return 0
+
+
+def _security_rounds(args: argparse.Namespace, rounds: int = 2) -> dict[str, dict[str, list[float]]]:
+    """Toolkit node and client in processes of their own, unsecured and secured in alternating rounds."""
+    import os
+
+    script = str(Path(__file__).resolve())
+    plain = {k: v for k, v in os.environ.items() if not k.startswith("ROS_SECURITY_")}
+    figures: dict[str, dict[str, list[float]]] = {"unsecured": {}, "secured": {}}
+    with tempfile.TemporaryDirectory() as tmp:
+        keystore = Path(tmp) / "keystore"
+        subprocess.run([sys.executable, "-m", "rpent", "ros-security", "init", str(keystore)], check=True,
+                       capture_output=True, timeout=300, env=plain)
+        secured = {**plain, "ROS_SECURITY_ENABLE": "true", "ROS_SECURITY_STRATEGY": "Enforce",
+                   "ROS_SECURITY_KEYSTORE": str(keystore)}
+        for i in range(rounds):
+            for mode, env in (("unsecured", plain), ("secured", secured)):
+                enclave = ["--ros-args", "--enclave"] if mode == "secured" else []
+                server = subprocess.Popen([sys.executable, script, "--serve", *(enclave and [*enclave, "/rpent/toolkit"])],
+                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=tmp)
+                try:
+                    if server.stdout.readline().strip() != "serving":
+                        raise RuntimeError("the toolkit node of the security rounds did not start")
+                    report = Path(tmp) / f"{mode}-{i}.json"
+                    subprocess.run([sys.executable, script, "--toolkit-client", "--calls", str(args.calls), "--cancels",
+                                    str(args.cancels), "--client-report", str(report),
+                                    *(enclave and [*enclave, "/rpent/planner"])], check=True, env=env, cwd=tmp, timeout=900)
+                    for name, values in json.loads(report.read_text()).items():
+                        figures[mode].setdefault(name, []).extend(values)
+                finally:
+                    server.stdin.close()
+                    server.wait(60)
+    return figures
+
+
+def _report_security(figures: dict[str, dict[str, list[float]]]) -> None:
+    plain, secured = figures["unsecured"], figures["secured"]
+    print(f"SROS2 (separate processes, x{len(plain['toolkit'])} calls, x{len(plain['toolkit_cancel'])} cancels each)")
+    for name, label in (("toolkit", "CallTool round trip"), ("toolkit_cancel", "cancel -> result")):
+        ratio = statistics.median(secured[name]) / statistics.median(plain[name])
+        print(f"  unsecured {label:<22} {_ms(plain[name])}")
+        print(f"  secured   {label:<22} {_ms(secured[name])}   {ratio:.2f}x unsecured"
+              f" (aim <= 1.3x: {'met' if ratio <= 1.3 else 'NOT met'})")
+
+
 def _ms(values: list[float]) -> str:
     ordered = sorted(values)
     return f"median {statistics.median(values) * 1e3:7.2f} ms   p90 {ordered[max(int(len(ordered) * 0.9) - 1, 0)] * 1e3:7.2f} ms"
@@ -152,8 +242,12 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--cancels", type=int, default=10)
     parser.add_argument("--in-process-only", action="store_true", help="skip the client in a child process")
+    parser.add_argument("--security", action=argparse.BooleanOptionalAction, default=True,
+                        help="also measure with SROS2 against the same run without it (default: on)")
     parser.add_argument("--client-report", help=argparse.SUPPRESS)  # set for the child process
-    args = parser.parse_args()
+    parser.add_argument("--toolkit-client", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    args, _ros_args = parser.parse_known_args()
     try:
         import rclpy
         from rclpy.executors import MultiThreadedExecutor
@@ -166,6 +260,10 @@ def main() -> int:
     except ImportError as exc:
         print(f"skipped: {exc} (source ROS 2 and the colcon workspace of this package)")
         return 0
+    if args.serve:
+        return _serve_process(args)
+    if args.toolkit_client:
+        return _toolkit_client_process(args)
     if args.client_report:
         return _client_process(args)
 
@@ -207,6 +305,8 @@ def main() -> int:
     _report("in-process client", in_process, args.calls, args.cancels)
     if cross is not None:
         _report("cross-process client", cross, args.calls, args.cancels)
+    if args.security:
+        _report_security(_security_rounds(args))
     return 0
 
 

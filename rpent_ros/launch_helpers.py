@@ -5,6 +5,7 @@ each node in its own SROS2 enclave with security:=true)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -159,5 +160,8 @@ def rviz_node(get: Callable[[str], str], config_name: str) -> Node:
     from ament_index_python.packages import get_package_share_directory
 
     config = f"{get_package_share_directory('rpent')}/config/{config_name}"
+    # opencv-python points QT_QPA_PLATFORM_PLUGIN_PATH at its own Qt's plugins when imported (a script
+    # that started this launch, say): rviz's Qt 5 then aborts ("Could not load the Qt platform plugin").
+    qt = {"QT_QPA_PLATFORM_PLUGIN_PATH": ""} if "cv2" in os.environ.get("QT_QPA_PLATFORM_PLUGIN_PATH", "") else {}
     return ros_node(get, enclave="monitor", package="rviz2", executable="rviz2", arguments=["-d", config],
-                    output="screen")
+                    output="screen", **({"additional_env": qt} if qt else {}))

@@ -42,11 +42,13 @@ FEEDBACK_HZ = 5.0  # while a call runs: ros2cli acts on Ctrl-C only when a messa
 # handles a feedback message before a status message taken in the same round, so feedback sent right
 # after EXECUTING would reach the client's callback while its goal handle still says ACCEPTED.
 STATUS_LEAD_S = 0.05
-# And a goal's status goes out a second time once this long after its acceptance: a client drops a
-# status message that arrives before it has handled the goal's response (several goals sent at once),
-# and the status topic keeps only the latest message, so a goal could read UNKNOWN to its client
-# until some goal's state changed; ros2 send_goal's Ctrl-C would then cancel nothing.
-REANNOUNCE_AFTER_S = STATUS_LEAD_S
+# A goal still unfinished this long after its acceptance has its status sent (once, with the next tick):
+# rclpy publishes none at acceptance, so a queued goal would read UNKNOWN to its client (and ros2
+# send_goal's Ctrl-C would cancel nothing) until some goal's state changed; and a client drops a status
+# message that arrives before it handled the goal's response (several goals sent at once). Waiting
+# this long first spares the calls that end at once (most reads) a status message of their own: each
+# lists every goal the server keeps (goal_qos.RESULT_KEEP_S), so it is not free.
+ANNOUNCE_AFTER_S = STATUS_LEAD_S
 TICK_HZ = 20.0  # sends what waited for STATUS_LEAD_S; running goals repeat their feedback at FEEDBACK_HZ
 # A cancel answered ACCEPT moves the goal to CANCELING just after the cancel callback returns; a call
 # that ended inside that callback (a queued call is dropped at once) waits for that, never longer.
@@ -81,7 +83,7 @@ class _Goal:
         self.running_since: float | None = None
         self.started = False  # EXECUTING on the status topic (its call ran)
         self.accepted_at = self.status_at = time.monotonic()  # status_at: when its status last went out
-        self.confirmed = False  # its status went out again REANNOUNCE_AFTER_S after acceptance
+        self.confirmed = False  # its status went out ANNOUNCE_AFTER_S after acceptance
         self.pending = False  # a stage change waits to be sent (see STATUS_LEAD_S)
         self.sent_at = 0.0  # when its last feedback went out
 
@@ -148,7 +150,6 @@ class ToolkitGoals:
         goal = _Goal(handle)
         with self._lock:  # registered before the call exists: a cancel from now on finds it
             self._goals[bytes(handle.goal_id.uuid)] = goal
-        goal_handles.announce(handle)  # ACCEPTED, seen by clients (and cancellable by ros2 send_goal's Ctrl-C)
         try:
             parsed = parse_goal(handle.request.tool, handle.request.arguments_json, served_tool=served)
             call = self._toolkit().submit(parsed.tool, parsed.arguments, on_stage=partial(self._on_stage, goal))
@@ -267,12 +268,12 @@ class ToolkitGoals:
         goal.sent_at, goal.pending = now, False
 
     def _tick(self) -> None:
-        """Send each goal's status again once after its acceptance, then its stage changes that had to
-        wait, the feedback of every running call at FEEDBACK_HZ, and "queued" once for calls still waiting."""
+        """Send the status of goals accepted ANNOUNCE_AFTER_S ago, then the stage changes that had to wait,
+        the feedback of every running call at FEEDBACK_HZ, and "queued" once for calls still waiting."""
         now = time.monotonic()
         with self._lock:
             goals = [g for g in self._goals.values() if g.result is None]
-        self._reannounce([g for g in goals if not g.confirmed and now - g.accepted_at >= REANNOUNCE_AFTER_S], now)
+        self._announce([g for g in goals if not g.confirmed and now - g.accepted_at >= ANNOUNCE_AFTER_S], now)
         repeat = 1.0 / FEEDBACK_HZ
         due = [g for g in goals if g.may_send(now) and (
             (g.running_since is not None and (g.pending or now - g.sent_at >= repeat))
@@ -291,7 +292,7 @@ class ToolkitGoals:
                     goal.queued_said = True
 
     @staticmethod
-    def _reannounce(goals: list[_Goal], now: float) -> None:
+    def _announce(goals: list[_Goal], now: float) -> None:
         """One status message per server for all of `goals` (each lists every goal of its server)."""
         goal_handles.announce_each_server([goal.handle for goal in goals])
         for goal in goals:

@@ -114,6 +114,7 @@ def _grants(runtime: Sequence[RuntimeNode]) -> dict[str, _Grants]:
 
     monitor = grants[MONITOR] = _Grants()
     monitor.node_basics(*_MONITOR_NODES)
+    monitor.reply.add("/rviz*/reset_time")  # rviz's own "Reset" button, served by rviz
     monitor.subscribe |= {*_TELEMETRY, f"/{TOOLKIT}/observation/*"}
 
     launch = grants[LAUNCH] = _Grants()

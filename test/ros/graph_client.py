@@ -6,6 +6,8 @@ one JSON line with what it saw. Every wait is bounded by --timeout.
     python graph_client.py discover /toolkit/call_tool --timeout 15      {"found": false}
     python graph_client.py call move_by '{"arm": "left", "dz_m": 0.02}'  {"ok": true, "error": null}
     python graph_client.py listen /joint_states,/tf --timeout 20         {"counts": {"/joint_states": 12, "/tf": 30}}
+    python graph_client.py displays /tf,/left/robot_description --subscriber rviz,transform_listener_impl
+        {"/tf": {"received": 3, "subscribers": ["rviz", ...]}, ...}: a message seen on each topic, and who else reads it
 """
 
 from __future__ import annotations
@@ -67,14 +69,52 @@ def listen(node: Node, topics: str, timeout_s: float) -> dict:
         return {"counts": dict(counts)}
 
 
+def displays(node: Node, topics: str, subscriber: str, timeout_s: float) -> dict:
+    """Until each topic has carried a message and a node named with one of the `subscriber` prefixes
+    (comma-separated) reads it, or the timeout: per topic, the messages seen and the nodes subscribed.
+    Types come from the graph; latched topics are read latched."""
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+    from rosidl_runtime_py.utilities import get_message
+
+    wanted = topics.split(",")
+    counts = {topic: 0 for topic in wanted}
+    subscribed: set[str] = set()
+    lock = threading.Lock()
+    latched = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+    def seen(topic: str, _msg: object) -> None:
+        with lock:
+            counts[topic] += 1
+
+    deadline = time.monotonic() + timeout_s
+    pause = threading.Event()
+    while time.monotonic() < deadline:
+        types = dict(node.get_topic_names_and_types())
+        for topic in wanted:
+            if topic not in subscribed and topic in types:
+                qos = latched if topic.endswith(("robot_description", "tf_static")) else qos_profile_sensor_data
+                node.create_subscription(get_message(types[topic][0]), topic, lambda m, t=topic: seen(t, m), qos)
+                subscribed.add(topic)
+        readers = {t: sorted(i.node_name for i in node.get_subscriptions_info_by_topic(t)) for t in wanted}
+        prefixes = tuple(subscriber.split(","))
+        with lock:
+            done = all(counts[t] > 0 and any(r.startswith(prefixes) for r in readers[t]) for t in wanted)
+        if done:
+            break
+        pause.wait(0.2)
+    with lock:
+        return {t: {"received": counts[t], "subscribers": readers[t]} for t in wanted}
+
+
 def main() -> int:
     argv = rclpy.utilities.remove_ros_args(sys.argv)[1:]
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=("discover", "call", "listen"))
+    parser.add_argument("mode", choices=("discover", "call", "listen", "displays"))
     parser.add_argument("target")
     parser.add_argument("arguments", nargs="?", default="{}")
     parser.add_argument("--timeout", type=float, default=15.0)
     parser.add_argument("--name", default="graph_client")
+    parser.add_argument("--subscriber", default="rviz", help="displays: prefixes of the nodes that must read each topic")
     args = parser.parse_args(argv)
     rclpy.init(args=sys.argv)
     node = Node(args.name)
@@ -86,8 +126,10 @@ def main() -> int:
             report = discover(node, args.target, args.timeout)
         elif args.mode == "call":
             report = call(node, args.target, args.arguments, args.timeout)
-        else:
+        elif args.mode == "listen":
             report = listen(node, args.target, args.timeout)
+        else:
+            report = displays(node, args.target, args.subscriber, args.timeout)
     except Exception as exc:  # what the client met, for the test to judge
         report = {"exception": f"{type(exc).__name__}: {exc}"}
     print(json.dumps(report, default=str), flush=True)

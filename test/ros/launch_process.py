@@ -75,11 +75,12 @@ class Launch:
 
 
 def client(mode: str, target: str, *rest: str, env: Mapping[str, str], enclave: str | None = None,
-           name: str = "graph_client", timeout_s: float = 15.0, prefix: Sequence[str] = ()) -> dict:
+           name: str = "graph_client", timeout_s: float = 15.0, prefix: Sequence[str] = (),
+           options: Sequence[str] = ()) -> dict:
     """Run graph_client.py; its JSON report."""
     ros_args = ["--ros-args", "--enclave", enclave] if enclave else []
     done = subprocess.run([*prefix, sys.executable, str(HERE / "graph_client.py"), mode, target, *rest,
-                           "--timeout", str(timeout_s), "--name", name, *ros_args],
+                           "--timeout", str(timeout_s), "--name", name, *options, *ros_args],
                           capture_output=True, text=True, env=dict(env), timeout=timeout_s + 60)
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     assert lines, f"graph_client {mode} {target} reported nothing (exit {done.returncode}):\n{done.stdout}\n{done.stderr}"

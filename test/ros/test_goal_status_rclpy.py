@@ -15,6 +15,7 @@ import shutil
 import signal
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -231,3 +232,74 @@ def test_ctrl_c_on_the_stock_send_goal_drops_a_queued_goal(ros, tmp_path):
         assert steps[1]["error"] is None
     finally:
         first.kill()
+
+
+class JointStates:
+    """/joint_states of the left arm as rviz receives them: (arrival time, positions)."""
+
+    REST_RAD = 2e-4  # an arm at rest holds each joint within this (franky-sim's PD hold)
+
+    def __init__(self, node: Node) -> None:
+        from sensor_msgs.msg import JointState
+
+        self.lock = threading.Lock()
+        self.seen: list[tuple[float, list[float]]] = []
+        node.create_subscription(JointState, "/joint_states", self._receive, 50)
+
+    def _receive(self, msg) -> None:
+        positions = [q for name, q in zip(msg.name, msg.position, strict=False) if name.startswith("left_joint")]
+        if len(positions) == 7:
+            with self.lock:
+                self.seen.append((time.monotonic(), positions))
+
+    def moved_since(self, since: float) -> float:
+        with self.lock:
+            after = [q for t, q in self.seen if t >= since]
+        return max((abs(a - b) for q in after for a, b in zip(q, after[0], strict=True)), default=0.0)
+
+    def at_rest_since(self, since: float) -> float | None:
+        """When the arm came to rest after `since`: the first message from which every later one (for at
+        least 0.3 s) has each joint within REST_RAD of it; None if it has not yet."""
+        with self.lock:
+            after = [(t, q) for t, q in self.seen if t >= since]
+        for i, (t, q0) in enumerate(after):
+            rest = after[i:]
+            if rest[-1][0] - t >= 0.3 and all(abs(a - b) < self.REST_RAD for _, q in rest for a, b in zip(q, q0, strict=True)):
+                return t
+        return None
+
+
+@pytest.mark.skipif(shutil.which("ros2") is None, reason="the ros2 command is not on PATH")
+@pytest.mark.timeout(420)
+def test_ctrl_c_on_the_stock_send_goal_stops_an_arm_of_the_dual_franka_launch(ros, tmp_path):
+    from sim_process import free_sim_hosts
+
+    from .launch_process import Launch, environment
+
+    launch = Launch("dual_franka.launch.py", "use_sim:=true", f"sim_hosts:={','.join(free_sim_hosts(205, 214, 2))}",
+                    f"output_dir:={tmp_path / 'run'}", log=tmp_path / "launch.log", env=environment())
+    joints = JointStates(ros(Node("joint_watcher")))
+    cli = None
+    try:
+        launch.wait_for("tools served", 240)
+        cli = StockSendGoal("/toolkit/call_tool", "move_by", {"arm": "left", "dz_m": 0.09, "speed_factor": 0.05},
+                            cwd=tmp_path)
+        cli.wait_for("stage: running", 60)
+        running = time.monotonic()
+        wait_until(lambda: joints.moved_since(running) > 0.005, 30, "the left arm moves on /joint_states")
+        pressed = time.monotonic()
+        code = cli.ctrl_c(60)
+        out = cli.output
+        assert "Canceling goal..." in out and "Goal finished with status: CANCELED" in out, out
+        assert code == 0, out
+        wait_until(lambda: joints.at_rest_since(pressed) is not None, 10, "the left arm at rest on /joint_states")
+        trace = [(round(t - pressed, 3), [round(x, 4) for x in v]) for t, v in joints.seen if t > pressed - 0.3]
+        Path("/tmp/joint_trace.json").write_text(json.dumps(trace))
+        assert joints.at_rest_since(pressed) - pressed < 1.0, trace
+        steps = read_steps(tmp_path / "run" / "steps.jsonl")
+        assert steps[-1]["tool"] == "move_by" and steps[-1]["cancelled"], steps[-1]
+    finally:
+        if cli is not None:
+            cli.kill()
+        launch.stop()
+        print(launch.text()[-4000:])

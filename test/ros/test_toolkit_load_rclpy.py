@@ -333,7 +333,9 @@ def test_franka_feedback_carries_the_arm_pose_and_a_safety_refusal_aborts(ros, f
     assert {p.header.frame_id for fb in with_poses for p in fb.poses} == {f"{name}_link0" for name in runtime.arms}
     first, last = with_poses[0].poses[0].pose.position, with_poses[-1].poses[0].pose.position
     assert (last.x, last.y, last.z) != (first.x, first.y, first.z)  # it moved while it reported
-    refused = goals.send("move_to", {"x_m": 0.1, "y_m": 0.0, "z_m": 0.4})  # outside the workspace box
+    # Inside the workspace box (which the schema states) but with the hand tilted 90 degrees from pointing
+    # down: only the envelope's tilt rule refuses it.
+    refused = goals.send("move_to", {"x_m": 0.45, "y_m": 0.0, "z_m": 0.4, "roll_rad": 1.5708})
     refused.wait_finished(60)
     assert refused.status_name == "ABORTED" and "MotionRefused" in refused.result.error, refused.result.error
     assert all(fb.message.startswith("aborted: ") for _, fb in refused.feedback if fb.stage == "done")
