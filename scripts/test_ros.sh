@@ -6,7 +6,7 @@
 #
 # ROS 2: the one already sourced (ROS_DISTRO set; .venv must then hold what ROS needs, see README),
 # else the prebuilt Jazzy in ../shared/ros (RPENT_ROS_DIR overrides the folder): its install.sh unpacks
-# it into /opt/ros/jazzy and apt-installs its run-time libraries (as root, or with sudo), and its
+# it (with rviz2) into /opt/ros/jazzy and apt-installs its run-time libraries (as root, or with sudo), and its
 # requirements.txt goes into .venv, which runs colcon, the rosidl generators and the tests.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -22,7 +22,8 @@ if [ -z "${ROS_DISTRO:-}" ]; then
     echo "test_ros: no ROS 2 is sourced and $ros_dir/install.sh does not exist" >&2
     exit 2
   fi
-  env_sh=$(bash "$ros_dir/install.sh" | tail -1)
+  # --with-rviz: rviz2 and Xvfb too, for the test of rviz in the monitor enclave (test_rviz_launch_rclpy.py).
+  env_sh=$(bash "$ros_dir/install.sh" --with-rviz | tail -1)
   echo "test_ros: pip install -r $ros_dir/requirements.txt"
   python -m pip install -q -r "$ros_dir/requirements.txt"
   # shellcheck disable=SC1090

@@ -33,4 +33,4 @@ def exposure_warning(env: Mapping[str, str] | None = None) -> str | None:
     return (f"reachable from other machines ({reach}) without DDS security: anyone there on ROS_DOMAIN_ID {domain} "
             "can move the arms, read the cameras and cancel motions; secure it with the launch arguments "
             "security:=true keystore:=DIR (rpent ros-security init DIR), or keep it on this machine with "
-            "network:=localhost (docs/ros.md, Security)")
+            "network:=localhost (docs/ros.md, \"Who can reach the robot\")")

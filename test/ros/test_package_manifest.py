@@ -63,6 +63,9 @@ IMPORT_KEYS: dict[str, Need] = {
     "orjson": Need("python3-orjson"),
     "jsonschema": Need("python3-jsonschema"),
     "pydantic": Need("python3-pydantic-pip"),
+    "annotated_types": Need("python3-pydantic-pip", via="pydantic requires annotated-types, whose bounds it reads"),
+    "sros2": Need("sros2"),  # rpent ros-security: keystores and permissions (DDS-Security)
+    "cryptography": Need("python3-cryptography"),  # certificate dates, checked before a secured node starts
     "av": Need("python3-av-pip"),
     "pybase64": Need("python3-pybase64-pip"),
     "starlette": Need("python3-starlette-pip"),
@@ -97,7 +100,7 @@ RUN_TIME_WITHOUT_IMPORT = {
 ROSDISTRO_SYSTEM_KEYS = {
     "python3-numpy", "python3-yaml", "python3-pil", "python3-opencv", "python3-docstring-parser",
     "python3-orjson", "python3-mcp-pip", "python3-scipy", "python3-pytest", "python3-pytest-timeout",
-    "python3-jsonschema",
+    "python3-jsonschema", "python3-cryptography",
 }
 ROSDISTRO_PIP_PACKAGES = {"python3-mcp-pip": "mcp", "python3-orjson": "orjson", "python3-docstring-parser": "docstring-parser",
                           "python3-jsonschema": "jsonschema"}
