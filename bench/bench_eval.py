@@ -11,8 +11,9 @@ episode as a one-episode sweep, in `--pairs` interleaved pairs, and reports the 
 their wall times (the per-episode overhead of the sweep: Ray connect, a fresh worker, the checks
 and the summary) and each one's time outside the task itself (result.json `wall_time_s`). Part 3
 runs a seed sweep of the simulated Franka's vision pick (`--robot franka --sim --sim-seed N` with
-test/franka/scripted_pick.py's planner, which sees only tool outputs) with 1 and then 2 workers, each
-episode's franky-sim on a block of `--sim-hosts` of its own, and reports the speed-up.
+test/franka/scripted_pick.py's planner, which sees only tool outputs) with 1 and with 2 workers,
+interleaved over `--franka-rounds`, each episode's franky-sim on a block of `--sim-hosts` of its own,
+and reports the speed-up of the median walls.
 """
 
 from __future__ import annotations
@@ -87,20 +88,28 @@ def sweep_of(suite: str, task_id: int, init_states: list[int], concurrency: int)
                         "recipe": RECIPE, "concurrency": concurrency, "memory_per_episode_mb": 2048})
 
 
-def franka_sweep(seeds: list[int], concurrency: int, sim_hosts: str):
-    return parse_sweep({"robot": "franka", "seeds": seeds, "planner": VISION_PICK, "max_turns": 30,
+def franka_sweep(seeds: list[int], concurrency: int, sim_hosts: str, video_fps: float | None):
+    robot_args = [] if video_fps is None else ["--video-fps", str(video_fps)]
+    return parse_sweep({"robot": "franka", "seeds": seeds, "planner": VISION_PICK, "max_turns": 30, "robot_args": robot_args,
                         "concurrency": concurrency, "sim_hosts": sim_hosts, "memory_per_episode_mb": 2048})
 
 
-def franka_speedup(seeds: int, sim_hosts: str, root: Path, address: str) -> None:
-    walls = {}
-    for workers in (1, 2):
-        out = root / f"franka-w{workers}"
-        walls[workers] = timed_sweep(franka_sweep(list(range(1, seeds + 1)), workers, sim_hosts), out, address)
-        solved = sum(json.loads((p / "result.json").read_text())["solved"] is True for p in out.glob("franka-seed*"))
-        print(f"franka vision pick, {seeds} seeds, {workers} worker(s): {walls[workers]:.0f} s "
-              f"({seeds / walls[workers] * 60:.2f} episodes/min, {solved}/{seeds} solved)", flush=True)
-    print(f"speed-up 2 workers / 1 worker: {walls[1] / walls[2]:.2f}x")
+def franka_speedup(seeds: int, rounds: int, sim_hosts: str, root: Path, address: str, video_fps: float | None) -> None:
+    """Sweeps with 1 and 2 workers, interleaved (1, 2, then 2, 1, ...) so that a machine whose load
+    drifts weighs on both alike; the speed-up is the ratio of the median walls."""
+    walls: dict[int, list[float]] = {1: [], 2: []}
+    for index in range(rounds):
+        for workers in (1, 2) if index % 2 == 0 else (2, 1):
+            out = root / f"franka-v{video_fps}-r{index}-w{workers}"
+            wall = timed_sweep(franka_sweep(list(range(1, seeds + 1)), workers, sim_hosts, video_fps), out, address)
+            walls[workers].append(wall)
+            solved = sum(json.loads((p / "result.json").read_text())["solved"] is True for p in out.glob("franka-seed*"))
+            print(f"franka vision pick, {seeds} seeds, {workers} worker(s): {wall:.0f} s "
+                  f"({seeds / wall * 60:.2f} episodes/min, {solved}/{seeds} solved; load {os.getloadavg()[0]:.1f})",
+                  flush=True)
+    one, two = statistics.median(walls[1]), statistics.median(walls[2])
+    video = "the robot's default video" if video_fps is None else f"--video-fps {video_fps:g}"
+    print(f"speed-up 2 workers / 1 worker ({video}, median of {rounds}): {one / two:.2f}x ({one:.0f} s vs {two:.0f} s)")
 
 
 def timed_sweep(sweep, out: Path, address: str) -> float:
@@ -130,6 +139,8 @@ def main() -> None:
     parser.add_argument("--skip-throughput", action="store_true", help="the overhead figures only")
     parser.add_argument("--skip-libero", action="store_true", help="parts 1 and 2 (LIBERO) not at all")
     parser.add_argument("--franka-seeds", type=int, default=4, help="seeds of the Franka sweep (default 4; 0: none)")
+    parser.add_argument("--franka-rounds", type=int, default=2, help="interleaved 1- and 2-worker sweeps (default 2)")
+    parser.add_argument("--franka-video-fps", type=float, help="--video-fps of its episodes (default: the robot's)")
     parser.add_argument("--sim-hosts", default="127.0.0.140-169", help="franky-sim addresses of the Franka sweep")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="be-", dir="/tmp"))
@@ -139,7 +150,7 @@ def main() -> None:
     head, address = start_head(root)
     try:
         if args.franka_seeds:
-            franka_speedup(args.franka_seeds, args.sim_hosts, root, address)
+            franka_speedup(args.franka_seeds, args.franka_rounds, args.sim_hosts, root, address, args.franka_video_fps)
         if args.skip_libero:
             return
         init_states = list(range(args.episodes))

@@ -106,9 +106,7 @@ def run_episode(sweep_data: dict[str, Any], episode_fields: dict[str, Any], out:
     file (or another one). Relative paths in robot_args resolve in `driver_folder` where this node has
     it. Any failure is raised as an EpisodeFailed of one line; its traceback goes to the record's run.log.
     """
-    from rpent.eval.sweep import Sweep as SweepModel
-
-    sweep = SweepModel.model_validate(sweep_data)
+    sweep = Sweep.model_validate(sweep_data)
     episode = Episode(**episode_fields)
     record = record_dir(Path(out), episode)
     try:
@@ -152,7 +150,7 @@ def _run_episode(sweep: Sweep, episode: Episode, out_dir: Path, sim_hosts: str |
     # run.log takes everything, as under `rpent run` (a fresh worker's root logger passes warnings only).
     logging.getLogger().setLevel(logging.DEBUG)
     log.info("episode %s starting in pid %d", episode.id, os.getpid())
-    errors = _LastError()
+    errors = _FirstError()
     logging.getLogger().addHandler(errors)
     try:
         run(args, spec, module)
@@ -186,7 +184,7 @@ def _recipe_here(sweep: Sweep, episode: Episode, out_dir: Path, text: str | None
     return copy
 
 
-class _LastError(logging.Handler):
+class _FirstError(logging.Handler):
     """Keeps the first error logged with an exception: why a run that wrote no result.json ended."""
 
     def __init__(self) -> None:
