@@ -50,4 +50,4 @@ def test_poses_come_from_a_file_or_auto_never_both(capsys: pytest.CaptureFixture
     with pytest.raises(SystemExit) as exit_info:
         main(["calibrate", "--robot", "franka", "--camera", "front", "--auto", "3", "--poses", str(tmp_path / "p.yaml")])
     assert exit_info.value.code == 2
-    assert "argument --poses: not allowed with argument --auto" in capsys.readouterr().err
+    assert "--poses: not allowed with argument --auto" in capsys.readouterr().err
