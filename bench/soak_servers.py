@@ -401,7 +401,8 @@ def fuzzed_tool_calls(calls: int, workdir: Path, seed: int = 13, workers: int = 
     command = [
         sys.executable,
         "-m",
-        "rpent.mcp",
+        "rpent",
+        "serve-mcp",
         "--robot",
         "toy",
         "--http",

@@ -78,6 +78,8 @@ FORBIDDEN: dict[str, dict[str, str]] = {
     "mcp": {"planner": "planners use MCP: the bridge must not import them back (execute_tool and the "
                        "stream reader are core)",
             "cli": _CLI, "robots": _OUTWARD, "ros": _OUTWARD,
+            "runner": "the runner runs planners, which use MCP: the bridge must not import it back "
+                      "(serve-mcp's command, which builds a robot as `rpent run` does, is rpent.cli's)",
             "dashboard": "the MCP bridge serves a toolkit; the dashboard is above it"},
     "runner": {"cli": _CLI, "robots": _OUTWARD, "ros": _OUTWARD,
                "dashboard": "the dashboard uses the runner; the run options are defined in rpent.runner"},
@@ -242,6 +244,11 @@ def test_checker_catches_each_way_of_writing_an_import(tmp_path):
 
             def later():
                 return importlib.import_module("rpent.planner.api"), __import__("rclpy")
+
+
+            def serve():
+                from rpent.runner.logs import setup_console
+                return setup_console
             """,
         "robots/__init__.py": "",
         "robots/arm/__init__.py": "from rclpy.node import Node\n",
@@ -255,6 +262,7 @@ def test_checker_catches_each_way_of_writing_an_import(tmp_path):
         ("rpent/mcp/bridge.py", 7, "rpent.planner.base.Planner", "planner"),
         ("rpent/mcp/bridge.py", 11, "rpent.planner.api", "planner"),
         ("rpent/mcp/bridge.py", 11, "rclpy", "ros"),
+        ("rpent/mcp/bridge.py", 15, "rpent.runner.logs.setup_console", "runner"),
         ("robots/arm/__init__.py", 1, "rclpy.node.Node", "ros"),
         ("rpent_ros/node.py", 1, "rpent.cli.main.build_parser", "cli"),
     }

@@ -87,7 +87,7 @@ def build_parser(robot_spec=None) -> argparse.ArgumentParser:
     if robot_spec is not None:
         robot_spec.add_calibrate_args(calibrate)
 
-    from rpent.mcp.cli import add_serve_mcp_parser  # the parser only; the MCP SDK loads when serving
+    from rpent.cli.serve_mcp import add_serve_mcp_parser  # the parser only; the MCP SDK loads when serving
 
     add_serve_mcp_parser(commands, robot_spec)
     from rpent.eval.command import add_eval_parser  # the flags only; Ray loads when a sweep runs
@@ -121,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _print_tools(args, spec)
 
     if args.command == "serve-mcp":
-        from rpent.mcp.cli import serve_mcp
+        from rpent.cli.serve_mcp import serve_mcp
 
         return serve_mcp(args)
 

@@ -45,7 +45,7 @@ async def far_move_running(client: Any, timeout_s: float = 20.0) -> asyncio.Futu
 
 
 def serve_args(output_dir: Path, *extra: str) -> list[str]:
-    return ["-m", "rpent.mcp", "--robot", "toy", "--output-dir", str(output_dir), *extra]
+    return ["-m", "rpent", "serve-mcp", "--robot", "toy", "--output-dir", str(output_dir), *extra]
 
 
 def server_env() -> dict[str, str]:

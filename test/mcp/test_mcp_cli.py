@@ -1,4 +1,5 @@
-"""`rpent serve-mcp` (here as `python -m rpent.mcp`): refusals, stdout hygiene, HTTP port 0, signals."""
+"""`rpent serve-mcp` (in-process as `rpent.cli.main.main`, as a server as `python -m rpent serve-mcp`): refusals,
+stdout hygiene, HTTP port 0, signals."""
 
 from __future__ import annotations
 
@@ -18,9 +19,13 @@ import mcp
 import pytest
 from mcp_support import far_move_running, read_steps, serve_args, server_env
 
-from rpent.mcp.cli import main
+from rpent.cli.main import main as rpent_main
 
 pytestmark = pytest.mark.timeout(60)
+
+
+def main(argv: list[str]) -> int:
+    return rpent_main(["serve-mcp", *argv])
 
 
 def test_non_loopback_host_is_refused_before_the_robot_starts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -61,7 +66,7 @@ def test_start_up_noise_on_stdout_is_sent_to_stderr() -> None:
 
 
 class _Server:
-    """`python -m rpent.mcp ... --http --port 0` in a subprocess; stderr is read in a thread."""
+    """`python -m rpent serve-mcp ... --http --port 0` in a subprocess; stderr is read in a thread."""
 
     def __init__(self, out: Path, *extra: str) -> None:
         self.proc = subprocess.Popen(

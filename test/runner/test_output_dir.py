@@ -136,12 +136,10 @@ def test_resume_of_a_missing_directory_is_an_ordinary_first_run(tmp_path):
 
 def test_serve_mcp_refuses_a_used_output_dir_with_exit_2(tmp_path):
     (tmp_path / "steps.jsonl").write_text("")
-    for command in (("serve-mcp", "--robot", "toy", "--output-dir", tmp_path),
-                    ("--robot", "toy", "--output-dir", tmp_path)):
-        process = rpent(*command, module="rpent" if command[0] == "serve-mcp" else "rpent.mcp")
-        assert process.returncode == 2
-        line = one_error_line(process)
-        assert "error: --output-dir: " in line and "is not empty" in line and "--resume" in line
+    process = rpent("serve-mcp", "--robot", "toy", "--output-dir", tmp_path)
+    assert process.returncode == 2
+    line = one_error_line(process)
+    assert "error: --output-dir: " in line and "is not empty" in line and "--resume" in line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["steps.jsonl"]
 
 
@@ -155,13 +153,13 @@ def test_dashboard_refuses_a_used_output_dir_before_serving(tmp_path):
 
 
 def _mcp_session(out: Path, *extra: str) -> list[str]:
-    """Start `python -m rpent.mcp` as an MCP client does, look once, let the server close its record."""
+    """Start `python -m rpent serve-mcp` as an MCP client does, look once, let the server close its record."""
     import anyio
     import mcp
     from mcp import StdioServerParameters
 
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "rpent.mcp", "--robot", "toy", "--output-dir", str(out), *extra],
+        command=sys.executable, args=["-m", "rpent", "serve-mcp", "--robot", "toy", "--output-dir", str(out), *extra],
         env={"RPENT_MEMORY_DIR": os.environ["RPENT_MEMORY_DIR"], "PYTHONUNBUFFERED": "1"}, cwd=str(ROOT),
     )
 

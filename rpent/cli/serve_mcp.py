@@ -3,6 +3,10 @@
 The robot is built exactly as `rpent run` builds it (parse_config, init_runtime, get_toolkit),
 and whatever happens the active call is cancelled, the toolkit closed (its record saved) and the
 runtime stopped. In stdio mode stdout is the MCP wire: logging goes to stderr only.
+
+A command, so it lives with the other commands: it starts a robot and keeps a run record the way
+the runner does, and rpent.mcp (the bridge and its transports, which planners use) stays below
+the runner.
 """
 
 from __future__ import annotations
@@ -14,17 +18,15 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from rpent.robot import ConfigError, RobotNotFound, RobotSpec, load_robot
-from rpent.robot.discovery import robot_named_in
 from rpent.runner.logs import FanOutSink, ProgressSink, add_run_log, setup_console
 from rpent.runner.run import Terminated, describe_interruption, exit_code_for
 from rpent.tools.record import open_segment
 
-log = logging.getLogger("rpent.mcp")
+log = logging.getLogger("rpent.mcp")  # the server's log lines keep the name they have always had
 
 EXIT_OK, EXIT_FAILED, EXIT_CONFIG = 0, 1, 2  # and 130 / 143 after SIGINT / SIGTERM, as rpent run
 
@@ -218,22 +220,4 @@ def _raise_interrupt(signum: int, frame: Any) -> None:
 
 def _main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m rpent.mcp --robot NAME ...` (the same as `rpent serve-mcp`)."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    spec = None
-    robot = robot_named_in(argv)
-    if robot:
-        try:
-            spec = load_robot(robot).get_robot_spec()
-        except RobotNotFound as exc:
-            print(f"rpent serve-mcp: error: {exc}", file=sys.stderr)
-            return EXIT_CONFIG
-    parser = argparse.ArgumentParser(prog="python -m rpent.mcp", description=DESCRIPTION,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_serve_mcp_arguments(parser, spec)
-    return serve_mcp(parser.parse_args(argv))
-
 
