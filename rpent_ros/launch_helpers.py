@@ -163,5 +163,7 @@ def rviz_node(get: Callable[[str], str], config_name: str) -> Node:
     # opencv-python points QT_QPA_PLATFORM_PLUGIN_PATH at its own Qt's plugins when imported (a script
     # that started this launch, say): rviz's Qt 5 then aborts ("Could not load the Qt platform plugin").
     qt = {"QT_QPA_PLATFORM_PLUGIN_PATH": ""} if "cv2" in os.environ.get("QT_QPA_PLATFORM_PLUGIN_PATH", "") else {}
+    # Niced: rendering (software OpenGL on a machine without a GPU takes a core) yields to the nodes that
+    # drive the arms and to franky-sim, whose FCI link drops after 1 s without a state message.
     return ros_node(get, enclave="monitor", package="rviz2", executable="rviz2", arguments=["-d", config],
-                    output="screen", **({"additional_env": qt} if qt else {}))
+                    output="screen", prefix="nice -n 10", **({"additional_env": qt} if qt else {}))

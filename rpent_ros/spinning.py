@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -10,6 +11,8 @@ from contextlib import contextmanager
 import rclpy
 from rclpy.executors import Executor, MultiThreadedExecutor
 from rclpy.node import Node
+
+from rpent_ros.security.keystore import check_node_security
 
 
 class BackgroundSpin:
@@ -49,7 +52,10 @@ class BackgroundSpin:
 @contextmanager
 def spinning_node(name: str, num_threads: int = 4) -> Iterator[Node]:
     """rclpy started and one plain node `name` spun in the background, for a client process that only calls
-    out (a load driver, a benchmark); on exit the spin stops before the node goes, then rclpy shuts down."""
+    out (a load driver, a benchmark); on exit the spin stops before the node goes, then rclpy shuts down.
+    With ROS_SECURITY_ENABLE=true its keystore and enclave (`--ros-args --enclave` of sys.argv) are
+    checked first: SecurityConfigError names the file that is missing or expired."""
+    check_node_security(sys.argv)
     rclpy.init()
     node = Node(name)
     executor = MultiThreadedExecutor(num_threads=num_threads)
