@@ -15,6 +15,7 @@ Everything is async (the Anthropic SDK's async client, the MCP SDK), so the agen
 its event loop. Endpoint: `base_url`, else $ANTHROPIC_BASE_URL, else the public Anthropic API
 (any Anthropic-compatible gateway works); key: `api_key`, else the variable named by
 `api_key_env` (default ANTHROPIC_API_KEY); model: a falsy `model` means $RPENT_MODEL, else `rpent.settings.DEFAULT_MODEL`.
+After its own, each is read from beambot's variables as beambot's client reads them (rpent.mcp.model_access).
 Only a reply whose stream arrived whole is acted on (`rpent.message_stream`).
 """
 
@@ -49,8 +50,9 @@ from rpent.mcp.connections import (
     local_result_to_anthropic,
     mcp_content_to_anthropic,
 )
+from rpent.mcp.model_access import agent_model, endpoint_and_key
 from rpent.message_stream import StreamCut, read_message
-from rpent.settings import check_model, default_model, missing_key_message
+from rpent.option_checks import check_integer, check_positive
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +80,7 @@ class ToolNameConflict(ValueError):
 class RobotAgent:
     """A model conversation whose tools come from MCP servers (and optional local tools).
 
-    Positional, as beambot's: `model` (falsy: $RPENT_MODEL, else the default); `mcp_config_path`
+    Positional, as beambot's: `model` (falsy: $RPENT_MODEL, $BEAMBOT_MODEL, else the default); `mcp_config_path`
     (default: the nearest `.mcp.json` in `cwd` or its nine nearest ancestors); `system_prompt_prefix`
     (put before the built-in system prompt); `extra_tools` (Anthropic-format tool dicts) handled by
     `extra_dispatch(name, arguments)`, a coroutine returning text, PNG bytes, content blocks or
@@ -112,27 +114,18 @@ class RobotAgent:
         request_timeout_s: float = 600.0,
         cwd: str | Path | None = None,
     ) -> None:
-        model = model or default_model()
-        if not isinstance(model, str):
-            raise ValueError(f"model: must be a model name, got {model!r}")
-        check_model(model)
-        if not isinstance(max_iterations, int) or isinstance(max_iterations, bool) or max_iterations < 1:
-            raise ValueError(f"max_iterations: must be an integer >= 1, got {max_iterations!r}")
-        if not isinstance(max_output_tokens, int) or max_output_tokens < 1:
-            raise ValueError(f"max_output_tokens: must be an integer >= 1, got {max_output_tokens!r}")
-        if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
-            raise ValueError(f"max_retries: must be an integer >= 0, got {max_retries!r}")
-        for option, value in (("connect_timeout_s", connect_timeout_s), ("request_timeout_s", request_timeout_s),
-                              ("retry_base_delay_s", retry_base_delay_s),
-                              ("tool_timeout_s", tool_timeout_s if tool_timeout_s is not None else 1.0)):
-            if not isinstance(value, (int, float)) or value <= 0:
-                raise ValueError(f"{option}: must be a positive number of seconds, got {value!r}")
+        model = agent_model(model)
+        check_integer("max_iterations", max_iterations, 1)
+        check_integer("max_output_tokens", max_output_tokens, 1)
+        check_integer("max_retries", max_retries, 0)
+        for option, seconds in (("connect_timeout_s", connect_timeout_s), ("request_timeout_s", request_timeout_s),
+                                ("retry_base_delay_s", retry_base_delay_s)):
+            check_positive(option, seconds, optional=False)
+        check_positive("tool_timeout_s", tool_timeout_s)
         self.extra_tools = [check_local_tool(t, i) for i, t in enumerate(extra_tools or [])]
         if self.extra_tools and extra_dispatch is None:
             raise ValueError("extra_dispatch: required when extra_tools are given (it runs them)")
-        key = api_key if api_key is not None else os.environ.get(api_key_env)
-        if not key:
-            raise ValueError(missing_key_message(api_key_env))
+        base_url, key = endpoint_and_key(base_url, api_key, api_key_env)
         self.model = model
         self.mcp_config_path = Path(mcp_config_path) if mcp_config_path is not None else None
         self.system_prompt_prefix = system_prompt_prefix

@@ -19,6 +19,7 @@ from typing import Any
 import anthropic
 
 from rpent.message_stream import StreamCut, read_message
+from rpent.option_checks import check_integer, check_positive
 from rpent.planner.api_wire import (
     CACHE,
     backoff_delay,
@@ -38,7 +39,6 @@ from rpent.planner.base import (
     TokenUsage,
     execute_tool,
 )
-from rpent.planner.options import check_integer, check_positive
 from rpent.settings import DEFAULT_MODEL, api_key_from, chosen_model
 from rpent.tools.result import ToolResult
 from rpent.tools.toolkit import Toolkit

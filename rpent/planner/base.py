@@ -19,9 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-# Option checks moved to rpent.planner.options; plugins that import them from here still find them.
-from rpent.planner.options import check_max_turns
-from rpent.planner.options import check_positive as check_positive
+# Option checks live in rpent.option_checks; plugins that import them from here still find them.
+from rpent.option_checks import check_max_turns
+from rpent.option_checks import check_positive as check_positive
 
 # The interface names the async bridge rpent.planner.base.execute_tool; it is defined in core.
 from rpent.tools.async_call import execute_tool as execute_tool

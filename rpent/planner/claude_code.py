@@ -16,10 +16,10 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from rpent.option_checks import check_integer, check_positive
 from rpent.planner.base import AsyncPlanner, OperatorInput, PlannerResult, PlannerStatus, TokenUsage
 from rpent.planner.cli_common import CliError, RunBridge, inside
 from rpent.planner.cli_run import MODEL_ENDED, CliRun
-from rpent.planner.options import check_integer, check_positive
 from rpent.settings import api_key_from, chosen_model
 from rpent.tools.toolkit import Toolkit
 

@@ -21,10 +21,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from rpent.option_checks import check_integer, check_positive
 from rpent.planner.base import AsyncPlanner, OperatorInput, PlannerResult, PlannerStatus, TokenUsage
 from rpent.planner.cli_common import RunBridge, find_executable, terminate_group
 from rpent.planner.cli_run import MODEL_ENDED, CliRun
-from rpent.planner.options import check_integer, check_positive
 from rpent.settings import CODEX_DEFAULT_MODEL, api_key_from
 from rpent.tools.toolkit import Toolkit
 

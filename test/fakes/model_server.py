@@ -147,6 +147,8 @@ class FakeModelServer:
             Route("/v1/messages", self._messages, methods=["POST"]),
             Route("/v1/messages/count_tokens", self._count_tokens, methods=["POST"]),
             Route("/v1/responses", self._responses, methods=["POST"]),
+            # A gateway that serves the Messages API under a path of its own (beambot's: <endpoint>/anthropic).
+            Route("/{gateway}/v1/messages", self._messages, methods=["POST"]),
             Route("/{path:path}", self._unknown, methods=["GET", "POST", "HEAD", "PUT", "DELETE"]),
         ])
 

@@ -119,4 +119,4 @@ class RecordedRequest:
 
     @property
     def is_model_call(self) -> bool:
-        return self.method == "POST" and self.path in ("/v1/messages", "/v1/responses")
+        return self.method == "POST" and self.path.endswith(("/v1/messages", "/v1/responses"))

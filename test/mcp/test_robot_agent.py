@@ -403,6 +403,14 @@ def test_bad_options_are_refused_naming_the_option(monkeypatch: pytest.MonkeyPat
         RobotAgent(api_key="k", extra_tools=[dict(PING, name="bad name")], extra_dispatch=local_dispatch)
 
 
+@pytest.mark.parametrize("option", ["max_output_tokens", "max_iterations", "max_retries", "connect_timeout_s",
+                                    "request_timeout_s", "retry_base_delay_s", "tool_timeout_s"])
+def test_a_bool_is_refused_as_a_count_or_a_time_naming_the_option(option: str) -> None:
+    # True is an int to Python; as a token count or a number of seconds it is a slip, not 1.
+    with pytest.raises(ValueError, match=rf"^{option}: must be .*, got True$"):
+        RobotAgent(api_key="k", **{option: True})
+
+
 def test_chat_before_connect_is_refused(empty_config: Path) -> None:
     agent = RobotAgent(api_key="k", mcp_config_path=empty_config)
     with pytest.raises(RuntimeError, match="chat: not connected"):

@@ -150,3 +150,83 @@ def test_connect_without_any_mcp_json_or_local_tools_is_file_not_found(
 def test_project_options_are_keyword_only_after_beambots_six() -> None:
     with pytest.raises(TypeError):
         RobotAgent("m", None, "", None, None, None, "http://127.0.0.1:1")  # type: ignore[misc]
+
+
+# -- a beambot deployment's environment ----------------------------------------------------------
+# beambot's client reads its gateway from HERMES_ENDPOINT (the Messages API under <endpoint>/anthropic),
+# its key from AIFAPIM_API_KEY and its model from BEAMBOT_MODEL; RobotAgent reads them after its own.
+
+RPENT_VARIABLES = ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", MODEL_ENV)
+
+
+@pytest.fixture
+def beambot_deployment(model_server: FakeModelServer, monkeypatch: pytest.MonkeyPatch) -> FakeModelServer:
+    """A beambot deployment's environment: its gateway, key and model, and none of RPent's own variables."""
+    for name in RPENT_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HERMES_ENDPOINT", model_server.base_url)
+    monkeypatch.setenv("AIFAPIM_API_KEY", "gateway-key")
+    monkeypatch.setenv("BEAMBOT_MODEL", "beambot-model")
+    return model_server
+
+
+def _sent_key(request: Any) -> str:
+    # The SDK sends an api_key as x-api-key or as a bearer token, depending on its version.
+    return request.headers.get("x-api-key") or request.headers["authorization"].removeprefix("Bearer ")
+
+
+def _one_chat(*args: Any, **kwargs: Any) -> str:
+    async def chat() -> str:
+        async with RobotAgent(*args, **kwargs) as agent:
+            return await agent.chat("hi")
+
+    return asyncio.run(chat())
+
+
+def test_a_beambot_deployments_environment_reaches_its_gateway_unchanged(
+    beambot_deployment: FakeModelServer, tmp_path: Path
+) -> None:
+    beambot_deployment.script(Reply([Text("hello")]))
+    assert _one_chat(None, write_mcp_json(tmp_path, {})) == "hello"
+    (request,) = beambot_deployment.model_requests
+    assert request.path == "/anthropic/v1/messages"
+    assert _sent_key(request) == "gateway-key"
+    assert request.body["model"] == "beambot-model"
+
+
+def test_rpents_own_variables_and_then_the_arguments_come_before_beambots(
+    beambot_deployment: FakeModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = write_mcp_json(tmp_path, {})
+    beambot_deployment.script(Reply([Text("one")]), Reply([Text("two")]))
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", beambot_deployment.base_url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "anthropic-key")
+    monkeypatch.setenv(MODEL_ENV, "rpent-model")
+    _one_chat(None, config)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")  # nothing listens there: the argument wins
+    _one_chat("argument-model", config, base_url=beambot_deployment.base_url, api_key="argument-key")
+    assert [(r.path, _sent_key(r), r.body["model"]) for r in beambot_deployment.model_requests] == [
+        ("/v1/messages", "anthropic-key", "rpent-model"),
+        ("/v1/messages", "argument-key", "argument-model"),
+    ]
+
+
+def test_a_beambot_key_without_an_endpoint_goes_to_beambots_own_default_gateway(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # beambot sends AIFAPIM_API_KEY to its default gateway when HERMES_ENDPOINT is unset: so does
+    # RobotAgent, rather than hand a gateway's key to the public Anthropic API.
+    for name in (*RPENT_VARIABLES, "HERMES_ENDPOINT", "BEAMBOT_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AIFAPIM_API_KEY", "gateway-key")
+    assert RobotAgent().base_url == "https://hermes.nsls2.bnl.gov/anthropic"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "anthropic-key")  # RPent's own key: the public API, as before
+    assert RobotAgent().base_url is None
+
+
+def test_a_named_key_variable_is_not_replaced_by_beambots_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    # api_key_env names the one variable to read: a typo there must not send beambot's key instead.
+    monkeypatch.delenv("LAB_KEY", raising=False)
+    monkeypatch.setenv("AIFAPIM_API_KEY", "gateway-key")
+    with pytest.raises(ValueError, match="api_key_env: environment variable LAB_KEY is not set"):
+        RobotAgent(api_key_env="LAB_KEY")

@@ -1,4 +1,5 @@
-"""Checks of a planner's options: each refusal names the option and the rule it broke."""
+"""Checks of the options of every part that talks to a model (planners, RobotAgent): each refusal names
+the option and the rule it broke. Core, so the MCP client checks its options as the planners do."""
 
 from __future__ import annotations
 
