@@ -9,11 +9,10 @@ from typing import Any
 
 from robots.libero.arm import LiberoRobot
 from robots.libero.env_server import LiberoEnvClient
-from robots.libero.openpi_options import add_openpi_args, openpi_options
+from robots.libero.openpi_options import OpenpiOptions, add_openpi_args, openpi_options
 from robots.libero.prompt_bundle import PROMPT_BUNDLE
 from robots.libero.sim import SUITES
 from robots.libero.toolkit import MODES, LiberoToolkit, Mode
-from robots.libero.vla import connect_policy
 from rpent.robot import (
     ConfigError,
     Dashboard,
@@ -24,8 +23,9 @@ from rpent.robot import (
     TaskField,
     memory_for,
 )
-from rpent.rpc import Endpoint, RpcError, ServerProcess, endpoint_arg
-from rpent.rpc.vla_endpoint import vla_endpoint_arg
+from rpent.rpc import BaseVLAClient, Endpoint, RpcError, ServerProcess, endpoint_arg
+from rpent.rpc.vla_endpoint import VlaEndpoint, WebsocketEndpoint, vla_endpoint_arg
+from rpent.runtime.env import Policy
 from rpent.tools.events import DashboardEventSink
 
 ENV_SERVER_MODULE = "robots.libero.env_server"
@@ -211,3 +211,20 @@ def get_toolkit(
         attempts_per_session=attempts_per_session or opts.get("attempts_per_session", 3),
         state_output_dir=state_output_dir if state_output_dir is not None else opts.get("state_output_dir"),
     )
+
+
+def connect_policy(endpoint: VlaEndpoint, openpi: OpenpiOptions | None = None) -> Policy:
+    """The client for --vla-endpoint: openpi's websocket protocol for ws:// and wss://, else rpent.rpc.
+
+    Neither connects here: the first run_vla does, so a policy server may start after the run.
+    """
+    if isinstance(endpoint, WebsocketEndpoint):
+        from robots.libero.openpi_policy import OpenpiLiberoPolicy  # openpi-client only when asked for
+        from rpent.rpc.vla_openpi import OpenpiPolicyClient
+
+        options = openpi or OpenpiOptions()
+        client = OpenpiPolicyClient(
+            endpoint, connect_timeout_s=options.connect_timeout_s, infer_timeout_s=options.infer_timeout_s
+        )
+        return OpenpiLiberoPolicy(client, options)
+    return BaseVLAClient(endpoint)

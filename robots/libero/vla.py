@@ -10,10 +10,7 @@ import numpy as np
 
 from robots.libero.arm import LiberoRobot
 from robots.libero.control import OnStep, ShouldStop
-from robots.libero.openpi_options import OpenpiOptions
-from rpent.rpc import BaseVLAClient, RpcError
-from rpent.rpc.vla_endpoint import VlaEndpoint, WebsocketEndpoint
-from rpent.runtime.env import Policy
+from rpent.rpc import RpcError
 from rpent.tools import ToolResult
 
 STOP_CONDITIONS = ("gripper_closed", "object_lifted")
@@ -23,24 +20,11 @@ POLICY_IMAGE_PX = 128
 
 
 class PolicyInputError(ValueError):
-    """The observation lacks what the policy needs; the message names the argument to change."""
+    """The observation lacks what the policy needs; the message names the argument to change.
 
-
-def connect_policy(endpoint: VlaEndpoint, openpi: OpenpiOptions | None = None) -> Policy:
-    """The client for --vla-endpoint: openpi's websocket protocol for ws:// and wss://, else rpent.rpc.
-
-    Neither connects here: the first run_vla does, so a policy server may start after the run.
+    Raised by a policy (e.g. OpenpiLiberoPolicy), caught by run_policy: the contract between the
+    two, so it lives here, with the primitive that every LIBERO policy serves.
     """
-    if isinstance(endpoint, WebsocketEndpoint):
-        from robots.libero.openpi_policy import OpenpiLiberoPolicy
-        from rpent.rpc.vla_openpi import OpenpiPolicyClient
-
-        options = openpi or OpenpiOptions()
-        client = OpenpiPolicyClient(
-            endpoint, connect_timeout_s=options.connect_timeout_s, infer_timeout_s=options.infer_timeout_s
-        )
-        return OpenpiLiberoPolicy(client, options)
-    return BaseVLAClient(endpoint)
 
 
 def policy_observation(robot: LiberoRobot, with_images: bool) -> dict[str, Any]:

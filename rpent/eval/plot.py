@@ -6,15 +6,13 @@ from pathlib import Path
 from typing import Any
 
 
-def plot_success(per_task: list[dict[str, Any]], path: Path) -> Path:
+def plot_success(per_task: list[dict[str, Any]], labels: list[str], path: Path) -> Path:
+    """One bar per task (`labels[i]` names `per_task[i]`), with its interval and successes/episodes."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)
     from matplotlib.figure import Figure  # a bare Figure: no pyplot state shared with a caller
 
-    from rpent.eval.results import _label
-
-    labels = [_label(r) for r in per_task]
     rates = [r["success_rate"] or 0.0 for r in per_task]
     below = [max(0.0, rate - r["wilson95_low"]) for rate, r in zip(rates, per_task, strict=True)]
     above = [max(0.0, r["wilson95_high"] - rate) for rate, r in zip(rates, per_task, strict=True)]

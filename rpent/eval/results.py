@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rpent.eval.plot import plot_success
 from rpent.eval.records import attempts_of, read_failure, read_result, read_sweep, record_dir
 from rpent.eval.sweep import Sweep
 
@@ -98,8 +99,6 @@ def suite_keys(rows: list[dict[str, Any]]) -> tuple[str, ...]:
 
 def summarise(out: Path) -> dict[str, Any]:
     """Write results.json, results.md and success.png into `out`; returns the results."""
-    from rpent.eval.plot import plot_success
-
     sweep = read_sweep(out)
     rows = episode_rows(out, sweep)
     per_task = [r.to_dict() for r in rates(rows, task_keys(rows))]
@@ -108,7 +107,7 @@ def summarise(out: Path) -> dict[str, Any]:
                "tokens": sum(r["tokens"] or 0 for r in rows)}
     (out / RESULTS_FILE).write_text(json.dumps(results, indent=2) + "\n")
     (out / TABLE_FILE).write_text(markdown_table(per_task, per_suite))
-    plot_success(per_task, out / PLOT_FILE)
+    plot_success(per_task, [_label(r) for r in per_task], out / PLOT_FILE)
     return results
 
 

