@@ -61,7 +61,7 @@ class Toolkit:
         tools: Sequence[Tool] | None = None,
         dashboard_events: DashboardEventSink | None = None,
     ) -> None:
-        from rpent.tools.common import COMMON_TOOLS  # common tools are Tools themselves
+        from rpent.tools.common_tools import COMMON_TOOLS  # common tools are Tools themselves
 
         self.robot = robot
         self.state: dict[str, Any] = {} if state is None else state
