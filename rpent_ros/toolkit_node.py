@@ -51,6 +51,20 @@ log = logging.getLogger("rpent.toolkit_node")
 
 
 class ToolkitNode(Node):
+    """The ROS node that owns one robot's Toolkit and its run record, and serves the toolkit's API.
+
+    It builds the robot exactly as `rpent run` does, from ROS parameters that mirror the robot's flags
+    (`robot:=`, the robot's own, and its own: `runtime_mode`, `max_goals`, `approval_service`, ...):
+    with `runtime_mode:=inprocess` the arms and cameras run inside this node (and it publishes their
+    rviz telemetry), with `runtime_mode:=ros` they run in the robot's runtime nodes and this node
+    drives them through proxies. Tools are served as CallTool actions (`~/tools/<name>` and
+    `~/call_tool`, through the toolkit's own scheduler: rpent_ros/toolkit_goals.py), and the services
+    are the rest of the Toolkit API: `~/list_tools`, `~/status` (finish result, solved()),
+    `~/new_task` and `~/close_task` (the current record closed and a fresh toolkit opened, so each
+    planner or dashboard task gets a record of its own). The record is claimed before anything
+    starts; `shutdown()` stops motion, saves the record and stops the runtime it started.
+    """
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("toolkit", automatically_declare_parameters_from_overrides=True, **kwargs)
         # Its own parameters and its robot's flags, declared with descriptions and rules (rpent_ros/params.py).

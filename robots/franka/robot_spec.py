@@ -33,6 +33,17 @@ from rpent.tools.events import DashboardEventSink
 
 
 class FrankaSpec(RobotSpec):
+    """The Franka robot as `rpent` knows it: its flags, how its deployment is read and how it is started.
+
+    Everything deployment-specific comes from data: the deployment YAML (`--config`: arms and their FCI
+    hosts, cameras, the safety file, the VLA endpoint) and the safety envelope it names (`--safety-file`),
+    read and checked by `deployment()` before anything moves; the tool ranges a model sees come from
+    that same envelope (`list_tools`). `init_runtime` starts the arms, grippers and cameras in this
+    process (real ones, or franky-sim with rendered cameras under `--sim`), `runtime_nodes` says
+    which of them run as ROS nodes instead, and `make_toolkit` wraps the runtime in a FrankaToolkit.
+    DualFrankaSpec (robots/dual_franka) is this class with another default config, toolkit and prompts.
+    """
+
     name = "franka"
     prompts = PROMPT_BUNDLE
     default_task = "Pick up the red cube and lift it 10 cm above the table."

@@ -64,6 +64,20 @@ def dashboard_of(spec: RobotSpec) -> Dashboard:
 
 
 class DashboardSession:
+    """What the web dashboard drives: one robot's shared runtime, started once, and its tasks, one at a time.
+
+    The app (rpent/dashboard/app.py) only translates HTTP into these calls. `start()` starts the
+    components the robot's Dashboard spec marks `shared` (an arm that stays up between tasks);
+    `start_task(fields, planner=, recipe=, reset=)` checks the task form against the spec's fields
+    and the offered planners and recipes (`run_options()`), claims a fresh record under
+    `output_root/task-NNN`, and runs a `TaskRun` in a thread of its own, exactly as `rpent run` would
+    with those values laid over the command line's flags. While it runs the operator reaches it
+    through `send_message`, `add_note`, `abort` (the robot stops, the task ends aborted) and the
+    approvals in `interaction`; everything the page shows goes out through `sink` onto `bus`, and
+    `snapshot()` is the state a newly opened page starts from. `stop()` ends a running task and the
+    shared runtime, once, whatever asked (Ctrl-C, SIGTERM, the server shutting down).
+    """
+
     def __init__(self, *, args: argparse.Namespace, spec: RobotSpec, robot: ModuleType, output_root: Path,
                  bus_capacity: int = 4096) -> None:
         self.args = args
