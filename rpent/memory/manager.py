@@ -49,6 +49,11 @@ class MemoryManager:
     root (the run's output directory), spelled either as configured or resolved. It is then opened one
     component at a time from a descriptor of that root, refusing symbolic links (rpent.memory.beneath),
     so nothing reaches outside through a link, not even one swapped in after the check.
+
+    Each act (read_file, list_folder, write_file, which the common file tools use) first asks
+    `authorize_read` or `authorize_write`, so a subclass narrows what may be touched by overriding
+    those two (raise MemoryAccessError to refuse); the act then applies these rules again to the
+    name it was given. A subclass narrows, it never widens.
     """
 
     def __init__(
@@ -90,6 +95,8 @@ class MemoryManager:
         self, path: str | os.PathLike[str], *, limit: int | None = None, extra_roots: Iterable[Path] = ()
     ) -> tuple[Path, bytes]:
         """(path, up to `limit` bytes) of a regular file that may be read."""
+        extra_roots = list(extra_roots)
+        self.authorize_read(path, extra_roots=extra_roots)
         shown, target = self._locate_read(path, extra_roots)
         if not target.parts:
             raise IsADirectoryError(f"path: {shown!r} is a folder, not a file")
@@ -100,6 +107,8 @@ class MemoryManager:
         self, path: str | os.PathLike[str], *, extra_roots: Iterable[Path] = ()
     ) -> tuple[Path, list[tuple[str, os.stat_result]]]:
         """(path, [(name, lstat)] sorted by name) of a folder that may be read."""
+        extra_roots = list(extra_roots)
+        self.authorize_read(path, extra_roots=extra_roots)
         shown, target = self._locate_read(path, extra_roots)
         with _opened_folder(target.root, target.parts, shown) as fd:
             return target.path, beneath.list_folder(fd)
@@ -112,6 +121,7 @@ class MemoryManager:
         be able to overwrite.
         """
         extra_roots = list(extra_roots)
+        self.authorize_write(path, extra_roots=extra_roots)
         shown, target = self._locate_write(path, extra_roots)
         in_record = target.root in {_Root.of(r).path for r in extra_roots}
         target.root.mkdir(parents=True, exist_ok=True)  # the root is configuration, not model input
