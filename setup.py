@@ -6,7 +6,7 @@ CORE = [
     "pydantic==2.14.3",
     "docstring-parser==0.18.0",
     "numpy>=1.26",
-    # 10.1: ImageFont.load_default(size=...) labels the cameras of the episode video (rpent/tools/video_tiles.py).
+    # 10.1: ImageFont.load_default(size=...) labels the cameras of the episode video (rpent/record/video_tiles.py).
     "pillow>=10.1",
     # av 18 needs Python 3.11; 17.1 keeps Ubuntu 22.04's Python 3.10 (ROS 2 Humble) installable.
     "av==18.1.0; python_version >= '3.11'",

@@ -23,7 +23,7 @@ import av
 import numpy as np
 
 from robots.toy.runtime import ToyWorld
-from rpent.tools.recording import VideoRecorder
+from rpent.record.video import VideoRecorder
 
 
 def toy_frames(count: int) -> list[np.ndarray]:

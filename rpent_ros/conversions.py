@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from rpent.record.values import json_default
 from rpent.tools import Tool, ToolResult
-from rpent.tools.result import _json_default
 
 #: Feedback stages a CallTool goal reports, in order.
 STAGES = ("queued", "running", "capturing", "done")
@@ -86,7 +86,7 @@ def event_fields(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
         "kind": kind,
         "call_id": int(payload.get("call_id") or 0),
         "tool": str(payload.get("tool") or ""),
-        "payload_json": json.dumps(payload, default=_json_default),
+        "payload_json": json.dumps(payload, default=json_default),
     }
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from rclpy.node import Node
 
 from rpent.planner.base import AbortRequest
-from rpent.runner.artifacts import write_json
+from rpent.record.atomic import write_json
 from rpent.runner.run import default_output_dir, make_planner
 from rpent_ros import node_main
 from rpent_ros.params import (

@@ -27,8 +27,8 @@ from rclpy.node import Node
 from sensor_msgs.msg import CompressedImage
 
 from rpent.action import CallTool
+from rpent.record.values import describe_exception
 from rpent.tools import ToolCall, ToolResult
-from rpent.tools.result import describe_exception
 from rpent_ros import goal_handles
 from rpent_ros.conversions import GoalError, feedback_fields, parse_goal, result_fields
 from rpent_ros.goal_qos import MAX_GOALS, call_tool_server_qos

@@ -26,10 +26,10 @@ from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
+from rpent.record.run_record import RunRecord
 from rpent.runner.logs import FanOutSink, ProgressSink
 from rpent.runner.run import default_output_dir
 from rpent.srv import CloseTask, GetStatus, ListTools, NewTask
-from rpent.tools.record import adopt_segment, open_segment
 from rpent_ros import node_main
 from rpent_ros.approval import RosApprovalChannel
 from rpent_ros.conversions import tools_json
@@ -76,8 +76,9 @@ class ToolkitNode(Node):
             namespace.output_dir = str(default_output_dir(self.spec.name))
         self.config = parse_robot_config(self.spec, namespace)
         # Before anything starts: a used output_dir is refused unless `resume:=true` continues its record.
-        open_segment(self.config.output_dir, resume=bool(getattr(namespace, "resume", False)),
-                     option="parameter output_dir", resume_option="resume:=true")
+        #: The record the current toolkit writes (a fresh one per task: ~/new_task, ~/close_task).
+        self.record = RunRecord.open(self.config.output_dir, resume=bool(getattr(namespace, "resume", False)),
+                                     option="parameter output_dir", resume_option="resume:=true")
         self._base_output_dir = self.config.output_dir
         # action_clips: per-action MP4 clips for a dashboard that links them from its timeline.
         clips = own["action_clips"]
@@ -157,8 +158,9 @@ class ToolkitNode(Node):
         writes run.log and result.json); anything else is refused (RecordError) before the current
         record is closed, so the node keeps serving it.
         """
-        adopt_segment(output_dir)
+        record = RunRecord.adopt(output_dir)
         episode = self.toolkit.close(timeout=60)
+        self.record = record
         self.config.output_dir = output_dir
         self.toolkit = self.robot.get_toolkit(runtime_kwargs=self.runtime_kwargs, dashboard_events=self.events,
                                               config=self.config)

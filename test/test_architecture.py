@@ -29,6 +29,7 @@ LAYERS: dict[str, str] = {
     "rpent.runtime": "core",
     "rpent.memory": "core",
     "rpent.rpc": "core",
+    "rpent.record": "record",  # the run's record: below the toolkit that writes it
     "rpent.planner": "planner",
     "rpent.mcp": "mcp",
     "rpent.runner": "runner",
@@ -94,6 +95,10 @@ FORBIDDEN: dict[str, dict[str, str]] = {
                "cli": _CLI,
                "dashboard": "a robot describes its dashboard as data (rpent.robot); the dashboard is above robots"},
     "ros": {"cli": _CLI},
+    "record": {**{layer: "the record is below the toolkit: rpent.tools and everything above write it, rpent.record "
+                         "imports none of them" for layer in ("core", "planner", "mcp", "runner", "eval", "dashboard",
+                                                               "cli", "entry")},
+               "robots": _OUTWARD, "ros": _OUTWARD},
 }
 
 
@@ -284,6 +289,19 @@ def test_checker_allows_inward_imports_and_discovery_by_name(tmp_path):
         "rpent_ros/proxies.py": "import rclpy\nfrom rpent.runtime import Arm\n",
     })
     assert violations(root) == []
+
+
+def test_checker_names_a_record_module_that_imports_the_toolkit(tmp_path):
+    root = _tree(tmp_path, {
+        "rpent/__init__.py": "",
+        "rpent/record/__init__.py": "",
+        "rpent/record/steps.py": "from rpent.record.values import json_default\nfrom rpent.tools.result import ToolResult\n",
+        "rpent/tools/toolkit.py": "from rpent.record.steps import StepLog\n",
+    })
+    assert [str(v) for v in violations(root)] == [
+        "rpent/record/steps.py:2: `from rpent.tools.result import ToolResult` -> record imports core, which is "
+        "forbidden: " + FORBIDDEN["record"]["core"]
+    ]
 
 
 # -- one place for the default model -------------------------------------------------------------

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from rpent.record.images import image_file_name, image_labels
 from rpent.runtime.camera import CameraFrame, Intrinsics
-from rpent.tools.images import image_file_name, image_labels
 
 DEPTH_FOLDER = "depth"
 KEEP_STEPS = 16

@@ -112,7 +112,7 @@ def target_pose(
 @contextmanager
 def filming(ctx: ToolContext[FrankaRuntime]) -> Iterator[None]:
     """Record every camera into the episode video while a motion runs, at `runtime.video_fps`
-    frames a second: one tiled, labelled frame of all cameras each time (rpent.tools.video_tiles).
+    frames a second: one tiled, labelled frame of all cameras each time (rpent.record.video_tiles).
 
     The cameras are captured together on a side thread (each renders or grabs on its own), so the
     motion's wait (and its cancellation) never waits for a picture. Frames are due at fixed times;

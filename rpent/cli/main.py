@@ -13,12 +13,12 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from rpent.cli.tool_listing import tool_listing
+from rpent.record.segments import RecordError
 from rpent.robot import ConfigError, RobotNotFound, RobotSpec, list_robots, load_robot
 from rpent.robot.discovery import robot_named_in
 from rpent.rule_words import argparse_value_rule
 from rpent.runner.logs import setup_console
 from rpent.runner.options import add_run_options
-from rpent.tools.record import RecordError
 
 log = logging.getLogger("rpent.cli")
 

@@ -21,10 +21,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rpent.record.run_record import RunRecord
 from rpent.robot import ConfigError, RobotNotFound, RobotSpec, load_robot
-from rpent.runner.logs import FanOutSink, ProgressSink, add_run_log, setup_console
+from rpent.runner.logs import FanOutSink, ProgressSink, setup_console
 from rpent.runner.run import Terminated, describe_interruption, exit_code_for
-from rpent.tools.record import open_segment
 
 log = logging.getLogger("rpent.mcp")  # the server's log lines keep the name they have always had
 
@@ -102,19 +102,15 @@ def serve_mcp(args: argparse.Namespace) -> int:
             except OSError as exc:
                 raise ConfigError(f"--port: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
         # Last, so a refused flag leaves no directory behind; a used directory is refused (RecordError).
-        segment = open_segment(config.output_dir, resume=getattr(args, "resume", False))
+        record = RunRecord.open(config.output_dir, resume=getattr(args, "resume", False))
     except (ConfigError, RobotNotFound, ValueError) as exc:  # RecordError is a ValueError
         if sock is not None:
             sock.close()
         print(f"rpent serve-mcp: error: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     # Like rpent run's record: everything logged goes to run.log, tracebacks there only (not on stderr).
-    run_log = add_run_log(segment)
-    try:
+    with record.run_log():
         return _serve_robot(args, spec, module, config, sock)
-    finally:
-        logging.getLogger().removeHandler(run_log)
-        run_log.close()
 
 
 def _serve_robot(args: argparse.Namespace, spec: RobotSpec, module: Any, config: Any, sock: Any) -> int:

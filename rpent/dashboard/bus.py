@@ -16,7 +16,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from rpent.tools.result import _json_default
+from rpent.record.values import json_default
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ class EventBus:
         return self._last_id
 
     def publish(self, kind: str, payload: dict[str, Any]) -> int:
-        data = json.dumps(payload, default=_json_default, ensure_ascii=False)
+        data = json.dumps(payload, default=json_default, ensure_ascii=False)
         return self.append_encoded(kind, data)
 
     def append_encoded(self, kind: str, data: str) -> int:

@@ -24,13 +24,14 @@ from rpent.dashboard.frames import FRAME_SOURCES_KEY, FrameHub
 from rpent.dashboard.interaction import OperatorInteraction
 from rpent.dashboard.planners import PlannerChoice, default_choice, planner_choices, short_path
 from rpent.dashboard.state import DashboardSink, DashboardState, artifact_url
+from rpent.record.run_record import RunRecord
+from rpent.record.segments import RecordError
 from rpent.robot import ConfigError, RobotSpec
 from rpent.robot.scene_reset import SCENE_RESET_KEY, SceneReset
 from rpent.robot.spec import Dashboard
-from rpent.runner.logs import FanOutSink, ProgressSink, add_run_log
+from rpent.runner.logs import FanOutSink, ProgressSink
 from rpent.runner.run import make_planner
 from rpent.runner.task import TaskRun
-from rpent.tools.record import RecordError, Segment, open_segment
 
 log = logging.getLogger("rpent.dashboard")
 
@@ -201,7 +202,7 @@ class DashboardSession:
             try:
                 config = self.spec.parse_config(args)
                 planner = make_planner(args, self.spec)
-                segment = open_segment(config.output_dir)  # a fresh record per task
+                record = RunRecord.open(config.output_dir)  # a fresh record per task
             except (ConfigError, RecordError) as exc:
                 self._count -= 1
                 raise TaskFormError(str(exc)) from None
@@ -211,7 +212,7 @@ class DashboardSession:
                 planner.on_usage = lambda turns, usage: self.sink.publish(
                     "counters", {"turns": turns, "tokens": (usage or {}).get("total_tokens")})
             self._task_id, self._task, self._abort_reason, self._running = task_id, None, None, True
-            self._thread = threading.Thread(target=self._run_task, args=(task_id, args, config, planner, values, segment, do_reset),
+            self._thread = threading.Thread(target=self._run_task, args=(task_id, args, config, planner, values, record, do_reset),
                                             name=f"rpent-{task_id}", daemon=True)
             self._thread.start()
         return task_id
@@ -307,9 +308,9 @@ class DashboardSession:
             self.sink.publish("component", {"name": component.name, "status": status, "detail": detail})
 
     def _run_task(self, task_id: str, args: argparse.Namespace, config: Any, planner: Any, values: dict[str, Any],
-                  segment: Segment, reset: bool = False) -> None:
+                  record: RunRecord, reset: bool = False) -> None:
         output_dir = config.output_dir
-        run_log = add_run_log(segment)
+        run_log = record.run_log()
         self.sink.set_task(task_id, output_dir)
         log.info("%s: planner=%s%s reset=%s", task_id, args.planner,
                  f" recipe={args.recipe}" if args.planner == "replay" else "", "yes" if reset else "no")
@@ -330,7 +331,7 @@ class DashboardSession:
             task = TaskRun(spec=self.spec, robot=self.robot, config=config, planner=planner,
                            planner_name=args.planner, max_turns=args.max_turns,
                            runtime_kwargs={**self._shared_kwargs, **unique_kwargs}, events=self.events,
-                           segment=segment, dashboard_interaction=self.interaction)
+                           record=record, dashboard_interaction=self.interaction)
             with self._lock:
                 self._task = task
                 reason = self._abort_reason
@@ -350,7 +351,6 @@ class DashboardSession:
                 except Exception:
                     log.exception("stopping the task's runtime components failed")
                 self._components(unique, "stopped")
-            logging.getLogger().removeHandler(run_log)
             run_log.close()
             self.sink.set_task(None)
             with self._lock:  # "ended" on the page and "ready for the next task" happen together

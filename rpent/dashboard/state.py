@@ -19,7 +19,8 @@ from urllib.parse import quote
 
 from rpent.dashboard.bus import EventBus
 from rpent.dashboard.interaction import OperatorInteraction
-from rpent.tools.result import _json_default, truncate_utf8
+from rpent.record.values import json_default
+from rpent.tools.result import truncate_utf8
 
 MAX_TEXT_CHARS = 200_000
 
@@ -37,7 +38,7 @@ def artifact_url(task_id: str, output_dir: Path, path: str | Path | None) -> str
 
 def _short_json(value: Any, limit: int = 4000) -> str:
     """A tool's result as text for the timeline (the full result is in steps.jsonl)."""
-    return truncate_utf8(json.dumps(value, default=_json_default, ensure_ascii=False), limit)
+    return truncate_utf8(json.dumps(value, default=json_default, ensure_ascii=False), limit)
 
 
 ACTIVE_CALL = ("running", "awaiting_approval")

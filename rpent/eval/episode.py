@@ -8,17 +8,16 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import sys
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
 from rpent.eval.records import MEMORY_DIR, RECIPES_DIR, read_result, record_dir, set_aside_partial, strip_ansi
 from rpent.eval.sweep import Episode, Sweep, SweepError
+from rpent.record.run_log import append_failure
+from rpent.record.segments import RecordError
 from rpent.robot import ConfigError, load_robot
 from rpent.runner.options import run_option_parser
-from rpent.tools.record import RecordError
 
 log = logging.getLogger("rpent.eval")
 
@@ -129,14 +128,13 @@ class EpisodeFailed(RuntimeError):
 
 def episode_failed(message: str, record: Path) -> EpisodeFailed:
     """The failure of one episode, its traceback (if one is being handled) appended to the record's run.log."""
-    log_file = record / "run.log"
-    _append_traceback(log_file, message)
+    log_file = append_failure(record, message, log.name)
     return EpisodeFailed(f"{message} (traceback in {log_file})")
 
 
 def _run_episode(sweep: Sweep, episode: Episode, out_dir: Path, sim_hosts: str | None,
                  recipe_text: str | None) -> dict[str, Any]:
-    from rpent.runner.run import run
+    from rpent.runner.run import prepare_run, run
 
     record = record_dir(out_dir, episode)
     done = read_result(record)
@@ -153,15 +151,17 @@ def _run_episode(sweep: Sweep, episode: Episode, out_dir: Path, sim_hosts: str |
     errors = _FirstError()
     logging.getLogger().addHandler(errors)
     try:
-        run(args, spec, module)
-    except (ConfigError, RecordError) as exc:  # both name their field
-        raise SweepError(f"episode {episode.id}: {exc}") from None
+        try:
+            prepared = prepare_run(args, spec)  # the episode's RunRecord, claimed before anything starts
+        except (ConfigError, RecordError) as exc:  # both name their field
+            raise SweepError(f"episode {episode.id}: {exc}") from None
+        run(args, spec, module, prepared)
     finally:
         logging.getLogger().removeHandler(errors)
-    result = read_result(record)
+    result = read_result(prepared.record.output_dir)
     if result is None:
         # The run logged why (with its traceback) into run.log: that is the episode's one line.
-        why = errors.line or f"the run ended without writing {record / 'result.json'}"
+        why = errors.line or f"the run ended without writing {prepared.record.result_file}"
         raise episode_failed(f"episode {episode.id}: {why}", record)
     return result
 
@@ -199,16 +199,3 @@ class _FirstError(logging.Handler):
 def _one_line(exc: BaseException) -> str:
     text = strip_ansi(f"{type(exc).__name__}: {exc}").strip()
     return text.splitlines()[0] if text else type(exc).__name__
-
-
-def _append_traceback(log_file: Path, message: str) -> None:
-    """The failure, and the traceback being handled if any, at the end of the record's run.log
-    (the record only grows; a run that logged its own traceback there needs no second one)."""
-    try:
-        log_file.parent.mkdir(parents=True, exist_ok=True)
-        with log_file.open("a", encoding="utf-8") as handle:
-            stamp = time.strftime("%Y-%m-%d %H:%M:%S")
-            handled = traceback.format_exc() if sys.exc_info()[0] is not None else ""
-            handle.write(f"{stamp} ERROR rpent.eval: {message}\n{handled}")
-    except OSError as exc:
-        log.error("cannot write %s: %s", log_file, exc)

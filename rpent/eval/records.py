@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from rpent.eval.sweep import Episode, Sweep, SweepError, parse_sweep
-from rpent.runner.artifacts import write_json
+from rpent.record.atomic import write_json
 
 SWEEP_FILE = "sweep.json"
 ATTEMPTS_DIR = "_attempts"

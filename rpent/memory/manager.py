@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import enum
 import os
-import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -254,26 +253,3 @@ def _opened_folder(root: Path, parts: tuple[str, ...], shown: str, *, create: bo
 
 def _names(roots: Iterable[_Root | Path]) -> str:
     return " or ".join(str(r.path if isinstance(r, _Root) else r) for r in roots)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write via a temporary file and rename, so readers never see half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        # mkstemp makes 0600 files; a run's record is shared like any other file (umask applies).
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

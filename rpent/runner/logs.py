@@ -1,16 +1,17 @@
-"""Run logging: everything to run.log, a readable (or JSON) progress stream on stderr."""
+"""Run logging on the terminal: a readable (or JSON) progress stream on stderr (run.log is the
+record's: rpent.record.run_log)."""
 
 from __future__ import annotations
 
 import json
 import logging
-import os
 import sys
 import time
 from typing import Any
 
-from rpent.tools.record import Segment
-from rpent.tools.result import _json_default, call_status, describe_call
+from rpent.record.run_log import run_log_attached
+from rpent.record.values import json_default
+from rpent.tools.result import call_status, describe_call
 
 
 class JsonFormatter(logging.Formatter):
@@ -26,14 +27,7 @@ class JsonFormatter(logging.Formatter):
             entry.update(extra)
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
-        return json.dumps(entry, default=_json_default)
-
-
-RUN_LOG_MARK = "_rpent_run_log"
-
-
-def run_log_attached() -> bool:
-    return any(getattr(h, RUN_LOG_MARK, False) for h in logging.getLogger().handlers)
+        return json.dumps(entry, default=json_default)
 
 
 class ConsoleFormatter(logging.Formatter):
@@ -75,21 +69,6 @@ def setup_console(*, quiet: bool = False, json_logs: bool = False) -> None:
     # Libraries chatty at INFO (HTTP clients, MuJoCo loaders) stay in run.log only.
     console.addFilter(lambda record: record.name.startswith(("rpent", "robots", "__main__")) or record.levelno >= logging.WARNING)
     root.addHandler(console)
-
-
-def add_run_log(segment: Segment) -> logging.Handler:
-    """Log everything to the record's run.log, which every segment appends to after a header of its own."""
-    handler = logging.FileHandler(segment.output_dir / "run.log", encoding="utf-8")
-    resumed = " (continued with --resume)" if segment.number > 1 else ""
-    handler.stream.write(f"===== segment {segment.number}{resumed}, started {time.strftime('%Y-%m-%d %H:%M:%S')}, "
-                         f"pid {os.getpid()} =====\n")
-    handler.flush()
-    handler.setLevel(logging.DEBUG)
-    handler.setFormatter(logging.Formatter("%(asctime)s.%(msecs)03d %(levelname)s %(name)s: %(message)s", "%Y-%m-%d %H:%M:%S"))
-    handler._rpent = True  # type: ignore[attr-defined]
-    setattr(handler, RUN_LOG_MARK, True)
-    logging.getLogger().addHandler(handler)
-    return handler
 
 
 class ProgressSink:

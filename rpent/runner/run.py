@@ -7,16 +7,17 @@ import logging
 import signal
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from rpent.planner.base import Planner, build_planner
-from rpent.robot import ConfigError, RobotSpec
-from rpent.runner.artifacts import run_id_for
-from rpent.runner.logs import FanOutSink, ProgressSink, add_run_log
+from rpent.record.run_record import RunRecord
+from rpent.robot import ConfigError, RobotSpec, RunConfig
+from rpent.runner.logs import FanOutSink, ProgressSink
+from rpent.runner.publish import run_id_for
 from rpent.runner.task import TaskRun
-from rpent.tools.record import open_segment
 
 log = logging.getLogger("rpent.run")
 
@@ -87,16 +88,39 @@ def make_planner(args: argparse.Namespace, spec: RobotSpec) -> Planner:
     return planner
 
 
-def run(args: argparse.Namespace, spec: RobotSpec, robot: ModuleType) -> int:
-    started = getattr(args, "started", None) or time.time()
-    config = spec.parse_config(args)  # ConfigError -> exit 2 before anything starts
+@dataclass(frozen=True)
+class PreparedRun:
+    """A run checked and claimed, nothing started: its configuration, its planner and its record."""
+
+    config: RunConfig
+    planner: Planner
+    record: RunRecord
+
+
+def prepare_run(args: argparse.Namespace, spec: RobotSpec) -> PreparedRun:
+    """Check the flags and the planner, then claim the record; ConfigError or RecordError (exit 2) before
+    anything starts, and a refused flag leaves no directory behind."""
+    config = spec.parse_config(args)
     planner = make_planner(args, spec)
-    # The last check before anything starts: a used directory is refused (RecordError -> exit 2).
-    segment = open_segment(config.output_dir, resume=getattr(args, "resume", False))
-    run_log = add_run_log(segment)
+    # The last check before anything starts: a used directory is refused.
+    record = RunRecord.open(config.output_dir, resume=getattr(args, "resume", False))
+    return PreparedRun(config, planner, record)
+
+
+def run(args: argparse.Namespace, spec: RobotSpec, robot: ModuleType, prepared: PreparedRun | None = None) -> int:
+    """One run to a saved record: `prepared` (prepare_run) when the caller checked and claimed it already."""
+    started = getattr(args, "started", None) or time.time()
+    prepared = prepared or prepare_run(args, spec)
+    with prepared.record.run_log():
+        return _run_recorded(args, spec, robot, prepared, started)
+
+
+def _run_recorded(args: argparse.Namespace, spec: RobotSpec, robot: ModuleType, prepared: PreparedRun,
+                  started: float) -> int:
+    config, planner, record = prepared.config, prepared.planner, prepared.record
     run_id = run_id_for(config.robot, started)
     log.info("run %s: robot=%s planner=%s output=%s segment=%d", run_id, config.robot,
-             args.planner, config.output_dir, segment.number)
+             args.planner, config.output_dir, record.number)
     events = FanOutSink(ProgressSink(log), getattr(args, "dashboard_sink", None))
     runtime_kwargs: dict[str, Any] = {}
     task: TaskRun | None = None
@@ -107,7 +131,7 @@ def run(args: argparse.Namespace, spec: RobotSpec, robot: ModuleType) -> int:
         runtime_kwargs = spec.init_runtime(config, selection=None, events=events)
         task = TaskRun(
             spec=spec, robot=robot, config=config, planner=planner, planner_name=args.planner,
-            max_turns=args.max_turns, runtime_kwargs=runtime_kwargs, events=events, segment=segment, run_id=run_id,
+            max_turns=args.max_turns, runtime_kwargs=runtime_kwargs, events=events, record=record, run_id=run_id,
         )
         interrupted = _run_interruptibly(task)
     except KeyboardInterrupt as exc:  # during runtime start
@@ -122,8 +146,6 @@ def run(args: argparse.Namespace, spec: RobotSpec, robot: ModuleType) -> int:
             spec.stop_runtime(runtime_kwargs)
         except Exception:
             log.exception("stopping the runtime failed")
-        logging.getLogger().removeHandler(run_log)
-        run_log.close()
     if interrupted is not None:
         return exit_code_for(interrupted)
     return EXIT_OK if task is not None and task.succeeded else EXIT_FAILED

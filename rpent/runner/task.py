@@ -15,10 +15,10 @@ from types import ModuleType
 from typing import Any
 
 from rpent.planner.base import AbortRequest, OperatorInput, OperatorMessage, Planner, PlannerResult, PlannerStatus
+from rpent.record.run_record import RunRecord
 from rpent.robot import RobotSpec, RunConfig
-from rpent.runner.artifacts import publish_to_memory, qualifies_for_memory, run_id_for, write_json
+from rpent.runner.publish import publish_to_memory, qualifies_for_memory, run_id_for
 from rpent.tools.finish import OPERATOR_KEY, OperatorRecord
-from rpent.tools.record import Segment
 
 log = logging.getLogger("rpent.run")
 
@@ -38,11 +38,11 @@ class TaskRun:
         max_turns: int,
         runtime_kwargs: dict[str, Any],
         events: Any,
-        segment: Segment,
+        record: RunRecord,
         dashboard_interaction: Any = None,
         run_id: str | None = None,
     ) -> None:
-        """`segment`: the part of the record in config.output_dir this task writes (see rpent.tools.record).
+        """`record`: the record this task writes, claimed in config.output_dir by the entry point.
         `run_id`: the run's name (its inbox folder); by default the robot and the task's start time."""
         self.spec = spec
         self.robot = robot
@@ -53,7 +53,7 @@ class TaskRun:
         self.runtime_kwargs = runtime_kwargs
         self.events = events
         self.dashboard_interaction = dashboard_interaction
-        self.segment = segment
+        self.record = record
         self.run_id = run_id
         self.inputs: queue.Queue[OperatorInput] = queue.Queue()
         self.toolkit: Any = None
@@ -116,7 +116,7 @@ class TaskRun:
 
     def _finish(self, result: PlannerResult | None, error: str | None, started: float) -> dict[str, Any]:
         """Always: solved(), transcript, finish result with operator fields, recipe, video, result.json."""
-        toolkit, segment = self.toolkit, self.segment
+        toolkit, record = self.toolkit, self.record
         solved, scene, finish = self._verdict(toolkit)
         recipe_path: Path | None = None
         episode = None
@@ -128,7 +128,7 @@ class TaskRun:
                 # The whole record, also what happened after the finish (a late note, an abort).
                 finish = {**(finish or {"status": "aborted" if aborted else None, "summary": None}), **operator}
             if result is not None:
-                write_json(segment.file("transcript.json"), result.transcript)
+                record.write_transcript(result.transcript)
             ok = qualifies_for_memory(finish, solved) and aborted is None and error is None
             if toolkit is not None and ok:
                 recipe_path = toolkit.write_recipe(self.config.recipe_tag)
@@ -146,7 +146,7 @@ class TaskRun:
         if disagreement is not None:  # on the console, in run.log, in result.json and on the page
             log.warning("%s", disagreement)
             summary["disagreement"] = disagreement
-        write_json(segment.file("result.json"), summary)
+        record.write_result(summary)
         published = self._publish(recipe_path, started)
         log.info(
             "task ended: status=%s finish=%s solved=%s turns=%s wall=%.1fs%s",
@@ -193,7 +193,7 @@ class TaskRun:
             "usage": result.usage.to_dict() if result is not None else None,
             "wall_time_s": round(time.time() - started, 3),
             "output_dir": str(config.output_dir),
-            "segment": self.segment.number,
+            "segment": self.record.number,
             "episode": str(episode) if episode else None,
             "recipe": str(recipe_path) if recipe_path else None,
             "error": error or (result.error if result is not None else None),
@@ -201,12 +201,12 @@ class TaskRun:
 
     def _publish(self, recipe_path: Path | None, started: float) -> Any:
         """A successful run's recipe and record into the robot's memory; what was published, or None."""
-        toolkit, segment = self.toolkit, self.segment
+        toolkit, record = self.toolkit, self.record
         if recipe_path is None or toolkit is None or toolkit.memory is None:
             return None
         try:
             return publish_to_memory(
-                toolkit.memory, [recipe_path, segment.file("result.json"), self.config.output_dir / "steps.jsonl"],
+                toolkit.memory, [recipe_path, record.result_file, record.steps_file],
                 self.run_id or run_id_for(self.config.robot, started),
             )
         except Exception:

@@ -11,12 +11,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rpent.record.images import image_labels, save_images
+from rpent.record.segments import Segment
+from rpent.record.step_record import StepRecord, start_step
+from rpent.record.steps import StepLog
+from rpent.record.values import describe_exception
+from rpent.record.video import VideoRecorder
 from rpent.tools.events import DashboardEventSink
-from rpent.tools.images import image_file_name, image_labels
-from rpent.tools.record import Segment
-from rpent.tools.recording import VideoRecorder
-from rpent.tools.result import ToolResult, call_status, describe_call, describe_exception
-from rpent.tools.steps import StepLog
+from rpent.tools.result import ToolResult, call_status, describe_call
 
 if TYPE_CHECKING:  # annotations only: ToolCall itself refers back to the Toolkit
     from rpent.tools.call import ToolCall
@@ -40,6 +42,9 @@ class CallRecord:
             clips = self.events_on and bool(getattr(dashboard_events, "clips", True))
             self.recorder = VideoRecorder(output_dir, clips=clips, segment=segment.number)
             self.steps = StepLog(output_dir / "steps.jsonl", segment=segment.number)
+        #: The latest observation step (start_step() before any): what a scene analysis is saved on.
+        self.last_step: StepRecord = start_step()
+        self._observed: dict[int, StepRecord] = {}  # observation steps whose line is not written yet
 
     @property
     def on(self) -> bool:
@@ -64,18 +69,25 @@ class CallRecord:
         call.frames += 1
         self.recorder.add(rgb, clip=clip)
 
-    def save_images(self, call: ToolCall, images: list[bytes], names: list[str]) -> list[str]:
-        """images/<call>_<tool>_<camera>.png for each image (rpent.tools.images.image_labels)."""
-        assert self.output_dir is not None and self.segment is not None
-        folder = self.output_dir / "images"
-        folder.mkdir(exist_ok=True)
-        paths = []
-        for png, label in zip(images, image_labels(names, len(images)), strict=True):
-            # Call ids restart with each segment; the segment suffix keeps every name unique in the record.
-            path = folder / self.segment.name(image_file_name(call.id, call.name, label))
-            path.write_bytes(png)
-            paths.append(str(path))
-        return paths
+    def observed(self, call: ToolCall, observation: dict[str, Any], elapsed_s: float) -> None:
+        """Save what `_capture_observation` returned after the call's action as its StepRecord: the
+        call becomes the record's last_step, and its steps.jsonl line is written from that record."""
+        step = StepRecord(call_id=call.id, tool=call.name, observation=observation, elapsed_s=elapsed_s)
+        if self.on:
+            self._observed[call.id] = step
+        self.last_step = step
+
+    def save_images(self, call: ToolCall, result: ToolResult) -> list[str]:
+        """images/<call>_<tool>_<camera>.png for each image (rpent.record.images); the images of a
+        result naming a `source_step` are saved on that step instead, beside its own pictures."""
+        assert self.segment is not None
+        source = result.source_step
+        if source is None:
+            paths = save_images(self.segment, call.id, call.name, result.images, result.image_names)
+            return [str(p) for p in paths]
+        paths = save_images(self.segment, source.call_id, source.tool, result.images, result.image_names, by=call.name)
+        source.artifacts.extend(p.name for p in paths)
+        return [str(p) for p in paths]
 
     def after_run(self, call: ToolCall, result: ToolResult, started: float, ended: float, arguments: Any,
                   clip: str, text: str | None) -> None:
@@ -119,33 +131,25 @@ class CallRecord:
         arguments: Any = None,
         text: str | None = None,
     ) -> None:
-        """Append the call's line to steps.jsonl; never raises (StepLog writes what it can encode)."""
+        """Complete the call's StepRecord and append its line to steps.jsonl; never raises (StepLog
+        writes what it can encode)."""
+        step = self._observed.pop(call.id, None) or StepRecord(call_id=call.id, tool=call.name)
         if self.steps is None:
             return
         try:
-            status = call_status(result.error, result.unmet)
-            record = {
-                "call_id": call.id,
-                "tool": call.name,
-                # Validated arguments as JSON; the raw input for a call refused before it ran.
-                "arguments": arguments if arguments is not None else call.arguments,
-                "result": text if text is not None else result.to_text(),
-                "error": result.error,
-                "images": [Path(p).name for p in result.image_paths],
-                "started_at": started,
-                "ended_at": ended,
-                "duration_s": round(ended - started, 6),
-                "status": status,
-                # True for a call a cancel stopped (the error then says so), never beside error: null.
-                "cancelled": status == "cancelled",
-                "outcome": result.outcome,
-                "approvals": call.approvals,
-            }
+            # Validated arguments as JSON; the raw input for a call refused before it ran.
+            step.arguments = arguments if arguments is not None else call.arguments
+            step.result = text if text is not None else result.to_text()
+            step.error = result.error
+            step.images = [Path(p).name for p in result.image_paths]
+            step.started_at, step.ended_at = started, ended
+            step.status = call_status(result.error, result.unmet)
+            step.outcome, step.approvals = result.outcome, call.approvals
         except Exception as exc:
             fields = {"call_id": call.id, "tool": call.name, "started_at": started, "ended_at": ended, "error": result.error}
             self.steps.append_reduced(fields, f"the record could not be assembled: {describe_exception(exc)}")
             return
-        self.steps.append(record)
+        self.steps.append(step)
 
     def publish(self, kind: str, payload: dict[str, Any]) -> None:
         if not self.events_on:

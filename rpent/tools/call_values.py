@@ -7,7 +7,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rpent.tools.result import ToolResult, describe_exception
+from rpent.record.values import describe_exception
+from rpent.tools.result import ToolResult
 from rpent.tools.tool import MAX_ARGUMENT_DEPTH, ToolArgumentError
 
 

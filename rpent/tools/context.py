@@ -12,6 +12,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from rpent.memory import MemoryManager
+    from rpent.record.step_record import StepRecord
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +92,8 @@ class ToolContext(Generic[RuntimeT]):
     """Injected by the executor as the keyword-only `ctx` argument of every tool handler."""
 
     __slots__ = (
-        "_approval_sink", "_cancel", "_frame_sink", "_stage_sink", "call_id", "memory", "output_dir", "robot", "state", "tool_name",
+        "_approval_sink", "_cancel", "_frame_sink", "_stage_sink", "call_id", "last_step", "memory", "output_dir", "robot",
+        "state", "tool_name",
     )
 
     def __init__(
@@ -107,6 +109,7 @@ class ToolContext(Generic[RuntimeT]):
         frame_sink: Callable[[np.ndarray], None] | None,
         stage_sink: Callable[[str, str, float | None], None] | None,
         approval_sink: Callable[[dict[str, Any]], None] | None = None,
+        last_step: StepRecord | None = None,
     ) -> None:
         self.robot = robot
         self.state = state
@@ -118,6 +121,9 @@ class ToolContext(Generic[RuntimeT]):
         self._frame_sink = frame_sink
         self._stage_sink = stage_sink
         self._approval_sink = approval_sink
+        #: The latest observation step (the StepRecord of the last action the robot was observed
+        #: after; step 0 before any): the scene a read-only tool sees now, and what it analyses.
+        self.last_step = last_step
 
     @property
     def cancelled(self) -> bool:

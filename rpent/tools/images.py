@@ -1,10 +1,10 @@
-"""The one place that turns camera arrays into PNG bytes (and back, for tests and read_image), and names their files."""
+"""The one place that turns camera arrays into PNG bytes (and back, for tests and read_image).
+
+Their files in the run's record are named by rpent.record.images."""
 
 from __future__ import annotations
 
 import io
-import re
-from collections.abc import Sequence
 
 import numpy as np
 from PIL import Image
@@ -36,19 +36,3 @@ def decode_png(png: bytes) -> np.ndarray:
 
 def is_png(data: bytes) -> bool:
     return data[:8] == b"\x89PNG\r\n\x1a\n"
-
-
-def image_labels(names: Sequence[str], count: int) -> list[str]:
-    """The file-name part of each of `count` images: its (camera) name where given, made safe for a
-    file name, else its index; a name given twice gets its index after it (`front_3`)."""
-    labels: list[str] = []
-    for index in range(count):
-        name = names[index] if index < len(names) else ""
-        label = re.sub(r"[^A-Za-z0-9_.-]+", "-", str(name)).strip("-.") or str(index)
-        labels.append(f"{label}_{index}" if label in labels else label)
-    return labels
-
-
-def image_file_name(call_id: int, tool: str, label: str) -> str:
-    """`00005_grasp_front.png`: the call, the tool and what the image shows (see image_labels)."""
-    return f"{call_id:05d}_{tool}_{label}.png"

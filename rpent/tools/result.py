@@ -7,6 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rpent.record.step_record import StepRecord
+from rpent.record.values import json_default
+
 # Model-facing text is capped so one chatty tool cannot blow a planner's context window.
 MAX_TEXT_BYTES = 60_000
 
@@ -14,29 +17,9 @@ MAX_TEXT_BYTES = 60_000
 FINISH_MARKER = "_finish"
 
 
-def _json_default(value: Any) -> Any:
-    # NumPy scalars and arrays, Paths and other odd values should never make a result unprintable.
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    if isinstance(value, (set, frozenset)):
-        return sorted(value, key=repr)
-    if isinstance(value, bytes):
-        return f"<{len(value)} bytes>"
-    return str(value)
-
-
-def describe_exception(exc: BaseException) -> str:
-    """`TypeName: message` for an error text, even when the exception cannot print its message."""
-    try:
-        message = str(exc)
-    except Exception:
-        message = "<unprintable message>"
-    return f"{type(exc).__name__}: {message}"
-
-
 # Built once: json.dumps with options builds an encoder per call, which doubled the cost of encoding
 # the small result of a typical call (the executor encodes every result, see Toolkit._settle).
-_ENCODER = json.JSONEncoder(ensure_ascii=False, default=_json_default)
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=json_default)
 
 
 def truncate_utf8(text: str, limit_bytes: int) -> str:
@@ -78,6 +61,9 @@ class ToolResult:
     #: (images/<call>_<tool>_<name>.png). Unnamed images (shorter list, or "") are numbered.
     image_names: list[str] = field(default_factory=list)
     outcome: dict[str, bool] = field(default_factory=dict)
+    #: The earlier step whose scene these images show (a read-only analysis of it, e.g. from
+    #: `ctx.last_step`): the record saves them on that step, named after it, not under this call's id.
+    source_step: StepRecord | None = None
 
     @property
     def is_error(self) -> bool:

@@ -11,7 +11,7 @@ import urllib.request
 import httpx
 import pytest
 
-from rpent.tools.steps import read_steps
+from rpent.record.steps import read_steps
 
 from .cli_support import Running
 

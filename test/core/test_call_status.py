@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
+from rpent.record.steps import read_steps
 from rpent.runner.logs import FanOutSink, ProgressSink
 from rpent.tools import Command, ToolContext, Toolkit, ToolResult, tool
 from rpent.tools.events import RecordingEventSink
-from rpent.tools.steps import read_steps
 from rpent.tools.tool import ToolDefinitionError
 
 

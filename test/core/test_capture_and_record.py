@@ -9,8 +9,8 @@ import av
 import pytest
 
 from rpent.dashboard.events import RecordingEventSink
+from rpent.record.steps import read_steps
 from rpent.tools.images import decode_png
-from rpent.tools.steps import read_steps
 
 from .toolkits import Gates, ObservingToolkit
 

@@ -11,12 +11,12 @@ import pytest
 
 from robots.toy.runtime import ToyWorld
 from rpent.planner.base import Planner, PlannerResult, PlannerStatus
+from rpent.record.run_record import RunRecord
 from rpent.robot import RunConfig
 from rpent.robot.discovery import load_robot
 from rpent.runner.task import TaskRun
 from rpent.tools import Toolkit
 from rpent.tools.finish import make_finish_tool, operator_record
-from rpent.tools.record import open_segment
 
 ROBOTS = ["toy", "libero", "franka", "dual_franka"]
 
@@ -73,7 +73,7 @@ def test_planner_result_and_record_carry_the_real_operator_notes_once(tmp_path: 
                        prompt_vars={"task": "t", "robot": "toy", "memory_dir": str(tmp_path / "memory")})
     planner = NotedFinish()
     task = TaskRun(spec=spec, robot=robot, config=config, planner=planner, planner_name="noted", max_turns=5,
-                   runtime_kwargs={"world": ToyWorld()}, events=None, segment=open_segment(config.output_dir))
+                   runtime_kwargs={"world": ToyWorld()}, events=None, record=RunRecord.open(config.output_dir))
     planner.task = task
     summary = task.run()
     expected = {"operator_aborted": False, "operator_notes": ["the bin was moved"]}

@@ -13,8 +13,8 @@ import av
 import pytest
 
 from rpent.dashboard.events import RecordingEventSink
-from rpent.tools.record import RecordError, adopt_segment, open_segment
-from rpent.tools.steps import read_steps
+from rpent.record.segments import RecordError, adopt_segment, open_segment
+from rpent.record.steps import read_steps
 
 from .toolkits import Gates, ObservingToolkit
 
@@ -49,7 +49,7 @@ def test_toolkit_refuses_an_output_dir_that_already_holds_files(tmp_path):
 
 
 def _claim_in_another_process(out: Path) -> None:
-    code = "import sys; from rpent.tools.record import open_segment; open_segment(sys.argv[1])"
+    code = "import sys; from rpent.record.segments import open_segment; open_segment(sys.argv[1])"
     subprocess.run([sys.executable, "-c", code, str(out)], check=True, timeout=60)
 
 

@@ -11,8 +11,10 @@ from typing import Any
 
 import pytest
 
-from rpent.tools import ToolContext, ToolResult, step_line, tool
-from rpent.tools.steps import MAX_LINE_BYTES, StepLog, read_steps, saved_value
+from rpent.record import step_line
+from rpent.record.step_record import StepRecord
+from rpent.record.steps import MAX_LINE_BYTES, StepLog, read_steps, saved_value
+from rpent.tools import ToolContext, ToolResult, tool
 from rpent.tools.tool import MAX_ARGUMENT_DEPTH
 
 from .toolkits import GATE_TOOLS, Gates, ObservingToolkit
@@ -204,7 +206,7 @@ def test_saved_values_never_overwrite_each_other(tmp_path):
     # Two logs in one folder whose calls share ids.
     for _ in range(2):
         steps = StepLog(tmp_path / "steps.jsonl")
-        steps.append({"call_id": 1, "tool": "t", "arguments": "y" * 100_000})
+        steps.append(StepRecord(call_id=1, tool="t", arguments="y" * 100_000))
         steps.close()
     files = [s["arguments"]["__truncated__"] for s in strict_lines(tmp_path)]
     assert len(set(files)) == 2
@@ -214,7 +216,7 @@ def test_saved_values_never_overwrite_each_other(tmp_path):
 def test_the_largest_fields_are_saved_until_the_line_fits(tmp_path):
     steps = StepLog(tmp_path / "steps.jsonl")
     # Three fields of 40 kB each: none is over the field limit, together they are over the line limit.
-    steps.append({"call_id": 7, "tool": "t", "arguments": "a" * 40_000, "result": "b" * 41_000, "error": "c" * 39_000})
+    steps.append(StepRecord(call_id=7, tool="t", arguments="a" * 40_000, result="b" * 41_000, error="c" * 39_000))
     steps.close()
     (step,) = strict_lines(tmp_path)
     assert len((tmp_path / "steps.jsonl").read_bytes()) <= MAX_LINE_BYTES + 1
@@ -306,6 +308,7 @@ def test_a_call_after_close_still_leaves_its_line(kit, tmp_path):
 def test_a_torn_last_line_does_not_swallow_the_next_record(tmp_path):
     (tmp_path / "steps.jsonl").write_bytes(b'{"call_id": 1, "tool": "wo')  # a crash mid-write
     steps = StepLog(tmp_path / "steps.jsonl")
-    steps.append({"call_id": 1, "tool": "work"})
+    steps.append(StepRecord(call_id=1, tool="work"))
     steps.close()
-    assert read_steps(tmp_path / "steps.jsonl") == [{"segment": 1, "call_id": 1, "tool": "work"}]
+    (step,) = read_steps(tmp_path / "steps.jsonl")
+    assert {key: step[key] for key in ("segment", "call_id", "tool")} == {"segment": 1, "call_id": 1, "tool": "work"}

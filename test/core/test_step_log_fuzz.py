@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from rpent.record.steps import MAX_LINE_BYTES, saved_value
 from rpent.tools import ToolResult
-from rpent.tools.steps import MAX_LINE_BYTES, saved_value
 
 from .test_step_log import EMITTED, HostileMapping, HostileToolkit, Opaque, nested_list, strict_lines
 from .toolkits import Gates

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from video_probe import probe
 
-from rpent.tools.recording import VideoRecorder, _Mp4
+from rpent.record.video import VideoRecorder, _Mp4
 
 # What a crash may cost: the frames of the last second (the README's promise).
 MAX_LOST_S = 1.0

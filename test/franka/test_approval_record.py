@@ -19,8 +19,8 @@ from robots.franka.runtime import FrankaRuntime
 from robots.franka.safety import SafetyEnvelope
 from robots.franka.toolkit import FrankaToolkit
 from rpent.dashboard.interaction import OperatorInteraction
+from rpent.record.steps import read_steps
 from rpent.tools.events import RecordingEventSink
-from rpent.tools.steps import read_steps
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from rpent.tools.steps import read_steps
+from rpent.record.steps import read_steps
 
 ROOT = Path(__file__).resolve().parents[2]
 PICK = ROOT / "robots" / "franka" / "recipes" / "pick_cube.jsonl"

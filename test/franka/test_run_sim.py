@@ -13,8 +13,8 @@ import pytest
 
 from robots.franka.toolkit import SIM_IMAGE_ORDER
 from rpent.cli.main import main
+from rpent.record.steps import read_steps
 from rpent.tools.images import decode_png
-from rpent.tools.steps import read_steps
 
 ROOT = Path(__file__).resolve().parents[2]
 PICK = ROOT / "robots" / "franka" / "recipes" / "pick_cube.jsonl"

@@ -14,7 +14,7 @@ import pytest
 from fakes import FakeModelServer, Reply, ToolUse
 from fakes.fixtures import model_server, model_server_process  # noqa: F401
 
-from rpent.tools.steps import read_steps
+from rpent.record.steps import read_steps
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from video_probe import ffprobe, probe
 
-from rpent.tools.steps import read_steps
+from rpent.record.steps import read_steps
 
 ROOT = Path(__file__).resolve().parents[2]
 PICK = ROOT / "robots" / "franka" / "recipes" / "pick_cube.jsonl"

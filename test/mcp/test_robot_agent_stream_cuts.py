@@ -15,7 +15,7 @@ from mcp_support import write_mcp_json
 from robots.toy.runtime import ToyWorld
 from robots.toy.toolkit import ToyToolkit
 from rpent.mcp import McpHttpServer, RobotAgent, build_mcp_server
-from rpent.tools.steps import read_steps
+from rpent.record.steps import read_steps
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
 

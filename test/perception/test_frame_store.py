@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from robots.franka.frame_store import FrameStore
+from rpent.record.segments import segment_file_name
 from rpent.runtime.camera import CameraFrame, Intrinsics
-from rpent.tools.record import segment_file_name
 
 K = Intrinsics(8, 6, 5.0, 5.0, 3.5, 2.5)
 

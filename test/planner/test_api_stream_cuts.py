@@ -13,7 +13,7 @@ from robots.toy.runtime import ToyWorld
 from robots.toy.toolkit import ToyToolkit
 from rpent.planner.api import ApiPlanner
 from rpent.planner.base import PlannerResult, PlannerStatus
-from rpent.tools.steps import read_steps
+from rpent.record.steps import read_steps
 
 pytestmark = pytest.mark.timeout(60)
 

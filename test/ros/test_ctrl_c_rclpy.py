@@ -28,7 +28,7 @@ from rclpy.parameter import Parameter  # noqa: E402
 from sensor_msgs.msg import Image  # noqa: E402
 from sim_process import franka_sim_process, free_sim_hosts  # noqa: E402
 
-from rpent.tools.steps import read_steps  # noqa: E402
+from rpent.record.steps import read_steps  # noqa: E402
 from rpent_ros.toolkit_client import RosToolkit  # noqa: E402
 from rpent_ros.toolkit_node import ToolkitNode  # noqa: E402
 

@@ -16,7 +16,7 @@ pytest.importorskip("rpent.action", reason="rpent interfaces not generated: colc
 
 from rclpy.parameter import Parameter  # noqa: E402
 
-from rpent.tools.steps import read_steps  # noqa: E402
+from rpent.record.steps import read_steps  # noqa: E402
 from rpent_ros.dashboard_node import DashboardNode  # noqa: E402
 from rpent_ros.toolkit_node import ToolkitNode  # noqa: E402
 

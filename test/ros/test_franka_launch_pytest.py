@@ -22,7 +22,7 @@ from launch.actions import IncludeLaunchDescription  # noqa: E402
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
 
 from launch import LaunchDescription  # noqa: E402
-from rpent.tools.steps import read_steps  # noqa: E402
+from rpent.record.steps import read_steps  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(300)]
 RECIPE = Path(__file__).resolve().parents[2] / "robots" / "franka" / "recipes" / "pick_cube.jsonl"

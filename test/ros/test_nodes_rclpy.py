@@ -19,7 +19,7 @@ from action_msgs.msg import GoalStatus  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 
-from rpent.tools.steps import read_steps  # noqa: E402
+from rpent.record.steps import read_steps  # noqa: E402
 from rpent_ros.planner_node import PlannerNode  # noqa: E402
 from rpent_ros.toolkit_client import RosToolkit  # noqa: E402
 from rpent_ros.toolkit_node import ToolkitNode  # noqa: E402

@@ -29,7 +29,7 @@ from sim_process import free_sim_hosts
 from robots.franka import kinematics
 from robots.franka.config import HOME_JOINTS_RAD
 from robots.franka.sim import SimScene
-from rpent.tools.steps import read_steps
+from rpent.record.steps import read_steps
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(900)]
 

@@ -27,8 +27,8 @@ from action_msgs.srv import CancelGoal  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 
+from rpent.record.steps import read_steps  # noqa: E402
 from rpent.srv import ListTools  # noqa: E402
-from rpent.tools.steps import read_steps  # noqa: E402
 from rpent_ros.toolkit_client import RosToolkit  # noqa: E402
 from rpent_ros.toolkit_node import ToolkitNode  # noqa: E402
 

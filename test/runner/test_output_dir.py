@@ -12,8 +12,8 @@ from pathlib import Path
 import av
 import pytest
 
-from rpent.tools.record import RecordError
-from rpent.tools.steps import read_steps
+from rpent.record.segments import RecordError
+from rpent.record.steps import read_steps
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPE = ROOT / "robots" / "toy" / "recipes" / "red_block_in_bin.jsonl"

@@ -6,7 +6,7 @@ import pytest
 
 from rpent.memory import MemoryAccess, MemoryManager
 from rpent.memory.manager import MemoryAccessError
-from rpent.runner.artifacts import publish_to_memory
+from rpent.runner.publish import publish_to_memory
 
 
 def _record(tmp_path):

@@ -14,7 +14,7 @@ import av
 import pytest
 
 from rpent.cli.main import main
-from rpent.tools.steps import read_steps
+from rpent.record.steps import read_steps
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPE = ROOT / "robots" / "toy" / "recipes" / "red_block_in_bin.jsonl"

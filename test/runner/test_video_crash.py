@@ -23,7 +23,7 @@ import httpx
 import pytest
 from video_probe import Probe, ffprobe, probe
 
-from rpent.tools.steps import read_steps
+from rpent.record.steps import read_steps
 
 ROOT = Path(__file__).resolve().parents[2]
 # The README's promise: a crash loses at most the last second; the slack absorbs scheduling on a busy machine.

@@ -2,10 +2,10 @@
 every call that completed.
 
 Every line is strict JSON in UTF-8 and at most MAX_LINE_BYTES; how values JSON cannot carry and
-fields too long for a line are written is described in rpent.tools.step_line. Saved fields go to the
+fields too long for a line are written is described in rpent.record.step_line. Saved fields go to the
 folder named after the log (`steps/` beside `steps.jsonl`), one file per field, never overwritten.
 Each line starts with the record segment it belongs to (`"segment": 1` unless the run continued a
-record; see rpent.tools.record).
+record; see rpent.record.segments).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from rpent.tools.step_line import (
+from rpent.record.step_line import (
     MAX_FIELD_BYTES,
     MAX_LINE_BYTES,
     TRUNCATED,
@@ -25,6 +25,8 @@ from rpent.tools.step_line import (
     field_file_stem,
     reduced_line,
 )
+from rpent.record.step_record import StepRecord
+from rpent.record.values import describe_exception
 
 __all__ = ["MAX_FIELD_BYTES", "MAX_LINE_BYTES", "StepLog", "read_steps", "saved_value"]
 
@@ -32,6 +34,8 @@ log = logging.getLogger(__name__)
 
 
 class StepLog:
+    """steps.jsonl of one segment, open for appending: one line per StepRecord."""
+
     def __init__(self, path: Path, *, segment: int = 1) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
@@ -43,9 +47,14 @@ class StepLog:
             # A crash mid-write left a torn line; end it so the next record starts a line of its own.
             self._write(b"\n")
 
-    def append(self, record: dict[str, Any]) -> None:
-        """Write one line for `record` (a reduced one if it cannot be encoded in full); never raises."""
-        record = {"segment": self.segment, **record}
+    def append(self, step: StepRecord) -> None:
+        """Write the step's line (a reduced one if it cannot be encoded in full); never raises."""
+        try:
+            record = {"segment": self.segment, **step.line()}
+        except Exception as exc:  # e.g. times that are not numbers: the step still gets its line
+            fields = {name: getattr(step, name, None) for name in ("call_id", "tool", "started_at", "ended_at", "error")}
+            self.append_reduced(fields, f"the record could not be assembled: {describe_exception(exc)}")
+            return
         self._write_line(encode_line(record, lambda name, text: self._save_field(record, name, text)))
 
     def append_reduced(self, record: dict[str, Any], reason: str) -> None:

@@ -1,22 +1,15 @@
-"""What a run leaves in its output directory besides steps.jsonl and the video, and memory publication."""
+"""A successful run's recipe and audit into the robot's memory inbox, and the run's id (its name there)."""
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from pathlib import Path
 from typing import Any
 
 from rpent.memory import MemoryAccess, MemoryManager
-from rpent.memory.manager import write_text_atomic
-from rpent.tools.result import _json_default
 
 log = logging.getLogger(__name__)
-
-
-def write_json(path: Path, payload: Any) -> None:
-    write_text_atomic(path, json.dumps(payload, indent=2, ensure_ascii=False, default=_json_default) + "\n")
 
 
 def qualifies_for_memory(finish_result: dict[str, Any] | None, solved: bool | None) -> bool:

@@ -30,7 +30,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from rpent.tools.result import _json_default, describe_exception
+from rpent.record.values import describe_exception, json_default
 
 MAX_FIELD_BYTES = 64 * 1024
 MAX_LINE_BYTES = 64 * 1024
@@ -161,7 +161,7 @@ def _plain_other(value: Any, depth: int) -> Any:
     for base in (bool, int, float, str):
         if isinstance(value, base):
             return plain(base(value), depth)
-    return plain(_json_default(value), depth + 1)
+    return plain(json_default(value), depth + 1)
 
 
 def _key(key: Any) -> str:

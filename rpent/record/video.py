@@ -1,7 +1,7 @@
 """Episode video and per-action clips: frames from `ctx.record_frame` encoded to H.264 MP4 with PyAV.
 
 A frame is one picture, or a mapping of camera name to picture: then the video shows every camera
-that was recorded, tiled and labelled with its name (rpent.tools.video_tiles).
+that was recorded, tiled and labelled with its name (rpent.record.video_tiles).
 
 Encoding runs on one background thread so a motion tool never waits for the encoder. The MP4 is
 fragmented (an empty moov first, then one fragment per frame) and each fragment goes to the OS as it
@@ -25,8 +25,8 @@ from pathlib import Path
 import av
 import numpy as np
 
-from rpent.tools.record import segment_file_name
-from rpent.tools.video_tiles import Tiler
+from rpent.record.segments import segment_file_name
+from rpent.record.video_tiles import Tiler
 
 log = logging.getLogger(__name__)
 
