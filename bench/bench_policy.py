@@ -3,7 +3,7 @@
 Prints, in process:
 - per-step check (envelope target and path, velocity, acceleration) in ms, against the 1 ms aim;
 - observation build (two camera renders, resize with padding, joints, gripper) in ms;
-- inference round trip against the same scripted server: our client (rpent.rpc.vla_openpi) vs bare
+- inference round trip against the same scripted server: our client (rpent.rpc.transport.vla_openpi) vs bare
   openpi-client's WebsocketClientPolicy, and their ratio (aim <= 1.1);
 - control period deviation from 66.7 ms within chunks (p50, p99; aim p99 <= 5 ms) of one long run;
 - tracking: joint velocity motions vs replaced asynchronous joint motions (--tracking), the mean and

@@ -2,7 +2,7 @@
 
 Run: ``python bench/bench_rpc.py [--rounds 40]`` from the repository root.
 
-A child process (started with rpent.rpc.supervisor.ServerProcess) hosts an echo facade on
+A child process (started with rpent.rpc.facades.supervisor.ServerProcess) hosts an echo facade on
 both transports and a raw loopback TCP echo server. For each payload the parent sends the
 observation and gets the same observation back; the floor moves the same array bytes (one
 length-prefixed message each way, fresh receive buffers, no encoding). Rounds interleave the
@@ -26,8 +26,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rpent.rpc import RpcClient, RpcFacade, main, serve
-from rpent.rpc.endpoint import Endpoint
-from rpent.rpc.supervisor import ServerProcess
+from rpent.rpc.facades.supervisor import ServerProcess
+from rpent.rpc.transport.endpoint import Endpoint
 
 _LEN = struct.Struct("!Q")
 

@@ -51,7 +51,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rpent.rpc import RpcClient, RpcFacade, RpcServer, ServerLimits, serve
-from rpent.rpc.framing import MAGIC, encode_frame, recv_frame
+from rpent.rpc.transport.framing import MAGIC, encode_frame, recv_frame
 
 READY = "SOAK_READY "
 RSS_GROWTH_AIM_MB = 50.0

@@ -6,7 +6,7 @@ import dataclasses
 import json
 from typing import Any
 
-from rpent.rpc.codec import from_jsonable, to_jsonable
+from rpent.rpc.transport.codec import from_jsonable, to_jsonable
 from rpent.runtime.camera import CameraFrame, Intrinsics
 from rpent.runtime.types import ArmState, GripperState, MotionOutcome, Pose
 

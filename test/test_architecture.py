@@ -29,6 +29,8 @@ LAYERS: dict[str, str] = {
     "rpent.runtime": "core",
     "rpent.memory": "core",
     "rpent.rpc": "core",
+    "rpent.rpc.transport": "rpc_transport",  # rpent.rpc's rooms: core, and transports below facades
+    "rpent.rpc.facades": "rpc_facades",
     "rpent.record": "record",  # the run's record: below the toolkit that writes it
     "rpent.planner": "planner",
     "rpent.mcp": "mcp",
@@ -100,6 +102,14 @@ FORBIDDEN: dict[str, dict[str, str]] = {
                                                                "cli", "entry")},
                "robots": _OUTWARD, "ros": _OUTWARD},
 }
+# rpent.rpc's two rooms are core: they keep core's rules, a layer that may not import core may not
+# import them either, and the transports carry calls for any facade.
+for _rules in FORBIDDEN.values():
+    if "core" in _rules:
+        _rules.update(rpc_transport=_rules["core"], rpc_facades=_rules["core"])
+FORBIDDEN["rpc_facades"] = dict(FORBIDDEN["core"])
+FORBIDDEN["rpc_transport"] = {**FORBIDDEN["core"], "rpc_facades": "transports carry calls for any facade: "
+                              "rpent.rpc.facades builds on rpent.rpc.transport, never the other way round"}
 
 
 @dataclass(frozen=True)
@@ -271,6 +281,20 @@ def test_checker_catches_each_way_of_writing_an_import(tmp_path):
         ("robots/arm/__init__.py", 1, "rclpy.node.Node", "ros"),
         ("rpent_ros/node.py", 1, "rpent.cli.main.build_parser", "cli"),
     }
+
+
+def test_checker_keeps_rpc_transports_below_the_facades(tmp_path):
+    root = _tree(tmp_path, {
+        "rpent/__init__.py": "",
+        "rpent/rpc/__init__.py": "",
+        "rpent/rpc/transport/__init__.py": "",
+        "rpent/rpc/transport/client.py": "from rpent.rpc.errors import RpcError\nfrom rpent.rpc.facades.env import BaseEnvClient\n",
+        "rpent/rpc/facades/__init__.py": "",
+        "rpent/rpc/facades/env.py": "from rpent.rpc.facade import RpcFacade\nfrom rpent.rpc.transport.client import RpcClient\n",
+    })
+    assert [(v.found.path, v.found.line, v.importer, v.imported) for v in violations(root)] == [
+        ("rpent/rpc/transport/client.py", 2, "rpc_transport", "rpc_facades"),
+    ]
 
 
 def test_checker_allows_inward_imports_and_discovery_by_name(tmp_path):

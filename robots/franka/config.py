@@ -166,7 +166,7 @@ class FrankaConfig(BaseModel):
         """`vla_endpoint` normalised (ws://host:port), or ValueError naming the rule."""
         if value is None or value == "":
             return None
-        from rpent.rpc.vla_endpoint import WebsocketEndpoint, parse_vla_endpoint
+        from rpent.rpc.transport.vla_endpoint import WebsocketEndpoint, parse_vla_endpoint
 
         endpoint = parse_vla_endpoint(value)  # EndpointError is a ValueError naming the rule
         if not isinstance(endpoint, WebsocketEndpoint):

@@ -3,7 +3,7 @@
 `FrankaPolicy.run` is what the `run_policy` tool calls (in the toolkit's process, or in the
 vla_client_node with runtime_mode ros: the arm, gripper and cameras are then proxies of their
 nodes). Per inference it captures the exterior and the wrist camera, reads the measured joints
-and gripper, asks the server (rpent.rpc.vla_openpi: deadlines, reconnects, a size cap) and hands
+and gripper, asks the server (rpent.rpc.transport.vla_openpi: deadlines, reconnects, a size cap) and hands
 the first `open_loop_horizon` actions to the arm's own streaming loop (FrankyArm.run_joint_steps,
 robots.franka.joint_steps), which runs beside the arm and checks every step before franky sees it.
 Only the gripper changes split a chunk: the hand is commanded when the binarised gripper action

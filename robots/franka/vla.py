@@ -15,8 +15,8 @@ from rpent.robot import ConfigError
 
 
 def openpi_client(endpoint: str, config: PolicyConfig) -> Any:
-    from rpent.rpc.vla_endpoint import parse_vla_endpoint
-    from rpent.rpc.vla_openpi import OpenpiPolicyClient
+    from rpent.rpc.transport.vla_endpoint import parse_vla_endpoint
+    from rpent.rpc.transport.vla_openpi import OpenpiPolicyClient
 
     return OpenpiPolicyClient(parse_vla_endpoint(endpoint), connect_timeout_s=config.connect_timeout_s,
                               infer_timeout_s=config.infer_timeout_s)

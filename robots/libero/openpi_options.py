@@ -10,7 +10,7 @@ import argparse
 from dataclasses import dataclass
 
 from rpent.robot import ConfigError
-from rpent.rpc.vla_openpi import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_INFER_TIMEOUT_S
+from rpent.rpc.transport.vla_openpi import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_INFER_TIMEOUT_S
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ from robots.libero.openpi_options import OpenpiOptions
 from robots.libero.sim import ACTION_DIM
 from robots.libero.vla import PolicyInputError
 from rpent.rpc.errors import RpcProtocolError
-from rpent.rpc.vla import as_action_chunk
-from rpent.rpc.vla_openpi import OpenpiPolicyClient
+from rpent.rpc.facades.vla import as_action_chunk
+from rpent.rpc.transport.vla_openpi import OpenpiPolicyClient
 
 #: LIBERO's datasets were rendered at 256 x 256; openpi shrinks that to its image size.
 CAMERA_PX = 256

@@ -24,7 +24,7 @@ from rpent.robot import (
     memory_for,
 )
 from rpent.rpc import BaseVLAClient, Endpoint, RpcError, ServerProcess, endpoint_arg
-from rpent.rpc.vla_endpoint import VlaEndpoint, WebsocketEndpoint, vla_endpoint_arg
+from rpent.rpc.transport.vla_endpoint import VlaEndpoint, WebsocketEndpoint, vla_endpoint_arg
 from rpent.runtime.env import Policy
 from rpent.tools.events import DashboardEventSink
 
@@ -220,7 +220,7 @@ def connect_policy(endpoint: VlaEndpoint, openpi: OpenpiOptions | None = None) -
     """
     if isinstance(endpoint, WebsocketEndpoint):
         from robots.libero.openpi_policy import OpenpiLiberoPolicy  # openpi-client only when asked for
-        from rpent.rpc.vla_openpi import OpenpiPolicyClient
+        from rpent.rpc.transport.vla_openpi import OpenpiPolicyClient
 
         options = openpi or OpenpiOptions()
         client = OpenpiPolicyClient(

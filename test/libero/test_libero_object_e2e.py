@@ -22,7 +22,7 @@ pytestmark = [requires_libero, pytest.mark.slow]
 @pytest.fixture(scope="module")
 def vla_server():
     server = ServerProcess(
-        "rpent.rpc.reference_vla",
+        "rpent.rpc.facades.reference_vla",
         "socket://127.0.0.1:0",
         args=["--eef-key", "robot0_eef_pos", "--target-key", "alphabet_soup_1_pos", "--grasp-radius-m", "0.03"],
         ready_timeout_s=60,

@@ -161,7 +161,7 @@ def test_a_malformed_openpi_reply_is_a_tool_error_and_the_arm_stays_put(libero, 
 @pytest.mark.timeout(240)
 def test_a_refused_openpi_connection_is_a_tool_error_and_the_arm_never_moves(libero, tmp_path):
     from robots.libero.robot_spec import connect_policy
-    from rpent.rpc.vla_endpoint import parse_vla_endpoint
+    from rpent.rpc.transport.vla_endpoint import parse_vla_endpoint
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

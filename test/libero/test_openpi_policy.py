@@ -34,8 +34,8 @@ from robots.libero.robot_spec import connect_policy
 from robots.libero.toolkit import LiberoToolkit
 from rpent.robot import ConfigError
 from rpent.rpc import EndpointError, RpcConnectionError, RpcTimeout
-from rpent.rpc.vla_endpoint import WebsocketEndpoint, parse_vla_endpoint
-from rpent.rpc.vla_openpi import OpenpiPolicyClient
+from rpent.rpc.transport.vla_endpoint import WebsocketEndpoint, parse_vla_endpoint
+from rpent.rpc.transport.vla_openpi import OpenpiPolicyClient
 
 UP = [0.0, 0.0, 0.5, 0.0, 0.0, 0.0, -1.0]
 CLOSE_GRIPPER = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from rpent.rpc import RpcFacade, RpcServer, serve
-from rpent.rpc.env import BaseEnvFacade
+from rpent.rpc.facades.env import BaseEnvFacade
 from rpent.runtime.env import StepResult
 
 

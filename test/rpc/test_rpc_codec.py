@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from rpent.rpc import codec
+from rpent.rpc.transport import codec
 
 ARRAY_DTYPES = [
     np.dtype(d)

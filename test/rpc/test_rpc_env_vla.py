@@ -7,9 +7,9 @@ import pytest
 from rpc_fixtures import PointReachEnv, running
 
 from rpent.rpc import RpcRemoteError
-from rpent.rpc.env import BaseEnvClient
-from rpent.rpc.reference_vla import ReferenceVLAFacade, ScriptedReachPolicy
-from rpent.rpc.vla import BaseVLAClient, BaseVLAFacade
+from rpent.rpc.facades.env import BaseEnvClient
+from rpent.rpc.facades.reference_vla import ReferenceVLAFacade, ScriptedReachPolicy
+from rpent.rpc.facades.vla import BaseVLAClient, BaseVLAFacade
 from rpent.runtime.env import Env, Policy, StepResult
 
 pytestmark = pytest.mark.timeout(60)

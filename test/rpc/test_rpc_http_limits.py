@@ -14,8 +14,8 @@ from rpc_fixtures import ProbeFacade, running
 from rpc_limits_support import connect, peak_traced_bytes_of_stalled_peers, read_to_eof, wait_counter, wait_for
 
 from rpent.rpc import RpcClient, RpcServerBusy, UntrustedBindError, serve
-from rpent.rpc.http_guard import RequestGuard
-from rpent.rpc.limits import ServerLimits
+from rpent.rpc.transport.http_guard import RequestGuard
+from rpent.rpc.transport.limits import ServerLimits
 
 pytestmark = pytest.mark.timeout(60)
 

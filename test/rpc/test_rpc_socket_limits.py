@@ -12,8 +12,8 @@ from rpc_fixtures import ProbeFacade, running
 from rpc_limits_support import connect, peak_traced_bytes_of_stalled_peers, read_to_eof, wait_counter, wait_for
 
 from rpent.rpc import RpcClient, RpcServerBusy
-from rpent.rpc.framing import MAGIC, encode_frame, recv_frame, send_frame
-from rpent.rpc.limits import ServerLimits
+from rpent.rpc.transport.framing import MAGIC, encode_frame, recv_frame, send_frame
+from rpent.rpc.transport.limits import ServerLimits
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -121,14 +121,14 @@ def test_malformed_call_shapes_get_an_error_frame_naming_the_field(request_: tup
 def test_limits_refuse_nonsense_naming_the_field() -> None:
     with pytest.raises(ValueError, match="max_connections: must be a number > 0, got 0"):
         ServerLimits(max_connections=0)
-    with pytest.raises(ValueError, match="max_active_calls: must be an integer, got 2.5"):
+    with pytest.raises(ValueError, match=r"max_active_calls: must be an integer, got 2\.5"):
         ServerLimits(max_active_calls=2.5)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="read_timeout_s: must be a number > 0, got True"):
         ServerLimits(read_timeout_s=True)
 
 
 def test_server_command_line_sets_the_limits(capsys: pytest.CaptureFixture[str]) -> None:
-    from rpent.rpc.server import build_parser, limits_from_args
+    from rpent.rpc.transport.server import build_parser, limits_from_args
 
     args = build_parser().parse_args(["--max-connections", "5", "--read-timeout-s", "2.5", "--max-frame-mb", "1"])
     assert limits_from_args(args) == ServerLimits(max_connections=5, read_timeout_s=2.5, max_frame_bytes=2**20)

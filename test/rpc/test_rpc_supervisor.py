@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from rpent.rpc import RpcConnectionError, ServerProcess, ServerStartError
-from rpent.rpc.endpoint import Endpoint
-from rpent.rpc.vla import BaseVLAClient
+from rpent.rpc.facades.vla import BaseVLAClient
+from rpent.rpc.transport.endpoint import Endpoint
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
-MODULE = "rpent.rpc.reference_vla"
+MODULE = "rpent.rpc.facades.reference_vla"
 
 
 @pytest.mark.parametrize("protocol", ["http", "socket"])

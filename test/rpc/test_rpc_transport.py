@@ -23,8 +23,8 @@ from rpent.rpc import (
     UntrustedBindError,
     serve,
 )
-from rpent.rpc.framing import MAGIC, encode_frame, recv_frame, send_frame
-from rpent.rpc.limits import ServerLimits
+from rpent.rpc.transport.framing import MAGIC, encode_frame, recv_frame, send_frame
+from rpent.rpc.transport.limits import ServerLimits
 
 pytestmark = pytest.mark.timeout(60)
 

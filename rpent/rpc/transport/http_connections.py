@@ -20,8 +20,8 @@ from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from rpent.rpc.http_guard import error_body, raw_response
-from rpent.rpc.limits import ServerCounters, ServerLimits
+from rpent.rpc.transport.http_guard import error_body, raw_response
+from rpent.rpc.transport.limits import ServerCounters, ServerLimits
 
 # Long enough for a refused peer's request to arrive and be discarded, short enough to hold little.
 _REFUSAL_LINGER_S = 1.0

@@ -15,9 +15,9 @@ import socket
 import threading
 from typing import Any
 
-from rpent.rpc.endpoint import Endpoint
 from rpent.rpc.facade import MalformedCall, MethodNotFound, RemoteFailure, RpcFacade
-from rpent.rpc.framing import (
+from rpent.rpc.transport.endpoint import Endpoint
+from rpent.rpc.transport.framing import (
     ConnectionClosed,
     FrameError,
     FrameStalled,
@@ -27,8 +27,8 @@ from rpent.rpc.framing import (
     send_encoded,
     send_frame,
 )
-from rpent.rpc.limits import ServerLimits
-from rpent.rpc.server_base import RpcServer
+from rpent.rpc.transport.limits import ServerLimits
+from rpent.rpc.transport.server_base import RpcServer
 
 log = logging.getLogger(__name__)
 

@@ -17,10 +17,10 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rpent.rpc import codec
-from rpent.rpc.endpoint import Endpoint
 from rpent.rpc.errors import RpcConnectionError, RpcProtocolError, RpcTimeout
-from rpent.rpc.socket_client import RETIRE_IDLE_S, peer_closed
+from rpent.rpc.transport import codec
+from rpent.rpc.transport.endpoint import Endpoint
+from rpent.rpc.transport.socket_client import RETIRE_IDLE_S, peer_closed
 
 _HEADERS = {"Content-Type": "application/json", "Accept": "application/json", "Connection": "keep-alive"}
 

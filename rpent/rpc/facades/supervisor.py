@@ -20,10 +20,10 @@ import weakref
 from collections.abc import Mapping, Sequence
 from typing import IO
 
-from rpent.rpc.client import RpcClient
-from rpent.rpc.endpoint import Endpoint, as_endpoint, parse_endpoint
 from rpent.rpc.errors import EndpointError, RpcError
-from rpent.rpc.server import READY_PREFIX
+from rpent.rpc.transport.client import RpcClient
+from rpent.rpc.transport.endpoint import Endpoint, as_endpoint, parse_endpoint
+from rpent.rpc.transport.server import READY_PREFIX
 
 _STDERR_LINES = 200
 _live: weakref.WeakSet[ServerProcess] = weakref.WeakSet()

@@ -6,7 +6,7 @@ and closes the gripper once near it. It exists so that the whole VLA path (obser
 the wire, a server, action chunks back, env steps) runs in tests and demos on machines
 without a model; a real VLA server subclasses the same BaseVLAFacade.
 
-    python -m rpent.rpc.reference_vla --endpoint socket://127.0.0.1:0 \
+    python -m rpent.rpc.facades.reference_vla --endpoint socket://127.0.0.1:0 \
         --eef-key robot0_eef_pos --target-key akita_black_bowl_1_pos
 
 Actions follow LIBERO's convention: 7-D OSC_POSE deltas (x, y, z, roll, pitch, yaw; 1.0 is
@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from rpent.rpc.server import facade_main
-from rpent.rpc.vla import BaseVLAFacade
+from rpent.rpc.facades.vla import BaseVLAFacade
+from rpent.rpc.transport.server import facade_main
 
 GRIPPER_OPEN = -1.0
 GRIPPER_CLOSE = 1.0

@@ -22,12 +22,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypedDict, Unpack
 
-from rpent.rpc.endpoint import Endpoint, as_endpoint, endpoint_arg
 from rpent.rpc.facade import RpcFacade
-from rpent.rpc.http_server import HttpRpcServer
-from rpent.rpc.limits import ServerLimits
-from rpent.rpc.server_base import RpcServer
-from rpent.rpc.socket_server import SocketRpcServer
+from rpent.rpc.transport.endpoint import Endpoint, as_endpoint, endpoint_arg
+from rpent.rpc.transport.http_server import HttpRpcServer
+from rpent.rpc.transport.limits import ServerLimits
+from rpent.rpc.transport.server_base import RpcServer
+from rpent.rpc.transport.socket_server import SocketRpcServer
 
 # The supervisor reads this line to learn the bound port when it asked for port 0.
 READY_PREFIX = "RPENT_RPC_LISTENING "

@@ -7,9 +7,9 @@ import threading
 from abc import ABC, abstractmethod
 
 from rpent.loopback import check_bind, listen
-from rpent.rpc.endpoint import Endpoint
 from rpent.rpc.facade import RpcFacade
-from rpent.rpc.limits import ServerCounters, ServerLimits
+from rpent.rpc.transport.endpoint import Endpoint
+from rpent.rpc.transport.limits import ServerCounters, ServerLimits
 
 log = logging.getLogger(__name__)
 

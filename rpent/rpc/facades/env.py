@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from rpent.rpc.client import RpcClient
-from rpent.rpc.endpoint import Endpoint
 from rpent.rpc.errors import RpcProtocolError
 from rpent.rpc.facade import RpcFacade
+from rpent.rpc.transport.client import RpcClient
+from rpent.rpc.transport.endpoint import Endpoint
 from rpent.runtime.env import Observation, StepResult
 
 # A LIBERO env takes ~10-13 s to create and ~6-7 s to reset on these machines.

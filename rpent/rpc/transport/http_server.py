@@ -7,7 +7,7 @@ failure ``{"ok": false, "error": {"type", "message", "traceback"}}`` with
 - 400: malformed request (bad JSON, bad tags, call shape or arguments; the message names the
   field, e.g. ``kwargs.x.__ndarray__: shape ...``), or bytes that are not HTTP;
 - 403 / 415 / 421: a cross-site ``Origin``, a body that is not JSON, a ``Host`` that is not a
-  loopback name (see rpent.rpc.http_guard);
+  loopback name (see rpent.rpc.transport.http_guard);
 - 404: no such method; 405: not ``POST /call`` or ``GET /healthz``;
 - 408: the request stalled for ``read_timeout_s`` (the connection is then closed);
 - 413: body over ``max_frame_bytes`` (declared, or counted while it streams);
@@ -31,13 +31,13 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from rpent.rpc import codec
-from rpent.rpc.endpoint import Endpoint
 from rpent.rpc.facade import MalformedCall, MethodNotFound, RemoteFailure, RpcFacade
-from rpent.rpc.http_connections import guarded_protocol
-from rpent.rpc.http_guard import JSON, RequestGuard, error_body
-from rpent.rpc.limits import ServerLimits
-from rpent.rpc.server_base import RpcServer
+from rpent.rpc.transport import codec
+from rpent.rpc.transport.endpoint import Endpoint
+from rpent.rpc.transport.http_connections import guarded_protocol
+from rpent.rpc.transport.http_guard import JSON, RequestGuard, error_body
+from rpent.rpc.transport.limits import ServerLimits
+from rpent.rpc.transport.server_base import RpcServer
 
 _REQUEST_KEYS = frozenset(("method", "args", "kwargs"))
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from rpent.rpc.endpoint import Endpoint, as_endpoint
 from rpent.rpc.errors import EndpointError, RpcMethodNotFound, RpcProtocolError, RpcRemoteError, RpcServerBusy
-from rpent.rpc.http_client import HttpTransport
-from rpent.rpc.limits import DEFAULT_MAX_FRAME_BYTES
-from rpent.rpc.socket_client import SocketTransport
+from rpent.rpc.transport.endpoint import Endpoint, as_endpoint
+from rpent.rpc.transport.http_client import HttpTransport
+from rpent.rpc.transport.limits import DEFAULT_MAX_FRAME_BYTES
+from rpent.rpc.transport.socket_client import SocketTransport
 
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_CONNECT_TIMEOUT_S = 5.0

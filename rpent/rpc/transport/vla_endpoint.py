@@ -6,8 +6,8 @@ import argparse
 from dataclasses import dataclass
 
 from rpent.loopback import is_loopback
-from rpent.rpc.endpoint import PROTOCOLS, Endpoint, parse_endpoint
 from rpent.rpc.errors import EndpointError
+from rpent.rpc.transport.endpoint import PROTOCOLS, Endpoint, parse_endpoint
 
 WEBSOCKET_SCHEMES = ("ws", "wss")
 

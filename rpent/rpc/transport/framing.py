@@ -24,7 +24,7 @@ import termios
 import time
 from typing import Any
 
-from rpent.rpc.limits import DEFAULT_MAX_FRAME_BYTES
+from rpent.rpc.transport.limits import DEFAULT_MAX_FRAME_BYTES
 
 MAGIC = b"RPF1"
 _HEAD = struct.Struct("!4sI")

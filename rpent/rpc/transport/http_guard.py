@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from rpent.loopback import is_loopback
-from rpent.rpc.limits import ServerCounters
+from rpent.rpc.transport.limits import ServerCounters
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]

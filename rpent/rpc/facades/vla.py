@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from rpent.rpc.client import RpcClient
 from rpent.rpc.errors import RpcProtocolError
 from rpent.rpc.facade import RpcFacade
+from rpent.rpc.transport.client import RpcClient
 
 MAX_INSTRUCTION_CHARS = 2000
 

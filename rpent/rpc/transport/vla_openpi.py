@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rpent.rpc.errors import RpcConnectionError, RpcError, RpcProtocolError, RpcRemoteError, RpcTimeout
-from rpent.rpc.vla_endpoint import WebsocketEndpoint
+from rpent.rpc.transport.vla_endpoint import WebsocketEndpoint
 
 log = logging.getLogger(__name__)
 

@@ -9,16 +9,16 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rpent.rpc.endpoint import Endpoint
 from rpent.rpc.errors import RpcConnectionError, RpcProtocolError, RpcTimeout
-from rpent.rpc.framing import (
+from rpent.rpc.transport.endpoint import Endpoint
+from rpent.rpc.transport.framing import (
     ConnectionClosed,
     FrameError,
     encode_frame,
     recv_frame,
     send_encoded,
 )
-from rpent.rpc.limits import DEFAULT_MAX_FRAME_BYTES
+from rpent.rpc.transport.limits import DEFAULT_MAX_FRAME_BYTES
 
 #: A pooled connection idle this long is closed instead of reused. Servers close idle connections
 #: only after ServerLimits.idle_timeout_s (300 s by default), so a call never meets one being closed.
