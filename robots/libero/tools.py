@@ -298,13 +298,17 @@ def segment(camera: Camera = "agentview", size_px: ImageSize = 256, *, ctx: Tool
     """Find the task's objects in a camera image: pixel count, centroid and bounding box of each.
 
     Returns the camera image followed by one black-and-white mask per visible object, in the
-    order of `objects`. Pixel coordinates are (u right, v down) from the top-left corner.
+    order of `objects`. Pixel coordinates are (u right, v down) from the top-left corner. `step`
+    is the observation step whose scene this is (the call id of the last action; 0 before any).
 
     Args:
         camera: "agentview" or "robot0_eye_in_hand".
         size_px: Image width and height in pixels (32 to 512).
     """
     robot = ctx.robot
+    # Read-only, so no motion runs meanwhile: the scene is the last observation step's, and the
+    # image and masks are that step's artifacts (saved under its name: rpent.record.step_record).
+    source = ctx.last_step
     with robot.lock:
         rgb = robot.env.render(camera, width=size_px, height=size_px)
         seg = robot.env.segment(camera, size_px, size_px)
@@ -323,8 +327,9 @@ def segment(camera: Camera = "agentview", size_px: ImageSize = 256, *, ctx: Tool
             "bbox_px": [int(u.min()), int(v.min()), int(u.max()), int(v.max())],
         }
         images.append(encode_png(mask.astype(np.uint8) * 255))
-    return ToolResult(data={"camera": camera, "size_px": size_px, "objects": objects}, images=images,
-                      image_names=[camera, *(f"{camera}-mask-{name}" for name in objects)])
+    step = source.call_id if source is not None else None
+    return ToolResult(data={"camera": camera, "size_px": size_px, "step": step, "objects": objects}, images=images,
+                      image_names=[camera, *(f"{camera}-mask-{name}" for name in objects)], source_step=source)
 
 
 def _attempt_fields(ctx: ToolContext[LiberoRobot]) -> dict[str, Any]:

@@ -157,6 +157,23 @@ def test_segment_returns_object_centroids_and_masks_without_an_observation(env, 
     assert env.step_calls == 0
 
 
+def test_segment_saves_its_image_and_masks_on_the_step_it_segments(env, tmp_path):
+    toolkit = make_toolkit(env, tmp_path)
+    first = toolkit.execute_tool("segment", {"size_px": 64})  # call 1: the scene before any motion (step 0)
+    toolkit.execute_tool("move_to", {"x_m": 0.55, "y_m": 0.1, "z_m": 0.15})  # call 2: an observation step
+    observed = sorted(p.name for p in (tmp_path / "run" / "images").glob("00002_*"))
+    after = toolkit.execute_tool("segment", {"size_px": 64})  # call 3 segments step 2's scene
+    toolkit.close()
+    assert (first.data["step"], after.data["step"]) == (0, 2)
+    names = sorted(p.name for p in (tmp_path / "run" / "images").iterdir())
+    assert not [n for n in names if n.startswith(("00001_", "00003_"))]  # nothing under the segment calls' ids
+    assert {"00000_start_segment-agentview.png", "00002_move_to_segment-agentview.png",
+            "00002_move_to_segment-agentview-mask-bowl_1.png"} <= set(names)
+    assert set(observed) <= set(names) and observed  # the step's own observation images stay as they were
+    assert [path.rsplit("/", 1)[1] for path in after.image_paths] == [
+        "00002_move_to_segment-agentview.png", "00002_move_to_segment-agentview-mask-bowl_1.png"]
+
+
 def test_reset_restores_the_scene(env, tmp_path):
     toolkit = make_toolkit(env, tmp_path)
     toolkit.execute_tool("move_to", {"x_m": 0.6, "y_m": 0.2, "z_m": 0.02})
