@@ -176,6 +176,10 @@ class RemoteCall:
     def done(self) -> bool:
         return self._done.is_set()
 
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until the call has ended; False if it had not within `timeout` seconds."""
+        return self._done.wait(timeout)
+
     def result(self, timeout: float | None = None) -> ToolResult:
         if not self._done.wait(timeout):
             raise TimeoutError(f"remote call {self.name} did not finish within {timeout} s")
@@ -276,7 +280,7 @@ class RosToolkit:
             calls = list(self._active)
         for call in calls:
             call.cancel(reason)
-        return all(call._done.wait(timeout) for call in calls)
+        return all(call.wait(timeout) for call in calls)
 
     def new_task(self, output_dir: str = "") -> str:
         """Ask the toolkit node for a fresh record (no finish result yet); returns its output directory."""

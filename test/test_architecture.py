@@ -29,9 +29,6 @@ LAYERS: dict[str, str] = {
     "rpent.runtime": "core",
     "rpent.memory": "core",
     "rpent.rpc": "core",
-    "rpent.rpc.transport": "rpc_transport",  # rpent.rpc's rooms: core, and transports below facades
-    "rpent.rpc.facades": "rpc_facades",
-    "rpent.record": "record",  # the run's record: below the toolkit that writes it
     "rpent.planner": "planner",
     "rpent.mcp": "mcp",
     "rpent.runner": "runner",
@@ -97,19 +94,7 @@ FORBIDDEN: dict[str, dict[str, str]] = {
                "cli": _CLI,
                "dashboard": "a robot describes its dashboard as data (rpent.robot); the dashboard is above robots"},
     "ros": {"cli": _CLI},
-    "record": {**{layer: "the record is below the toolkit: rpent.tools and everything above write it, rpent.record "
-                         "imports none of them" for layer in ("core", "planner", "mcp", "runner", "eval", "dashboard",
-                                                               "cli", "entry")},
-               "robots": _OUTWARD, "ros": _OUTWARD},
 }
-# rpent.rpc's two rooms are core: they keep core's rules, a layer that may not import core may not
-# import them either, and the transports carry calls for any facade.
-for _rules in FORBIDDEN.values():
-    if "core" in _rules:
-        _rules.update(rpc_transport=_rules["core"], rpc_facades=_rules["core"])
-FORBIDDEN["rpc_facades"] = dict(FORBIDDEN["core"])
-FORBIDDEN["rpc_transport"] = {**FORBIDDEN["core"], "rpc_facades": "transports carry calls for any facade: "
-                              "rpent.rpc.facades builds on rpent.rpc.transport, never the other way round"}
 
 
 @dataclass(frozen=True)
@@ -283,20 +268,6 @@ def test_checker_catches_each_way_of_writing_an_import(tmp_path):
     }
 
 
-def test_checker_keeps_rpc_transports_below_the_facades(tmp_path):
-    root = _tree(tmp_path, {
-        "rpent/__init__.py": "",
-        "rpent/rpc/__init__.py": "",
-        "rpent/rpc/transport/__init__.py": "",
-        "rpent/rpc/transport/client.py": "from rpent.rpc.errors import RpcError\nfrom rpent.rpc.facades.env import BaseEnvClient\n",
-        "rpent/rpc/facades/__init__.py": "",
-        "rpent/rpc/facades/env.py": "from rpent.rpc.facade import RpcFacade\nfrom rpent.rpc.transport.client import RpcClient\n",
-    })
-    assert [(v.found.path, v.found.line, v.importer, v.imported) for v in violations(root)] == [
-        ("rpent/rpc/transport/client.py", 2, "rpc_transport", "rpc_facades"),
-    ]
-
-
 def test_checker_allows_inward_imports_and_discovery_by_name(tmp_path):
     root = _tree(tmp_path, {
         "rpent/__init__.py": "",
@@ -313,19 +284,6 @@ def test_checker_allows_inward_imports_and_discovery_by_name(tmp_path):
         "rpent_ros/proxies.py": "import rclpy\nfrom rpent.runtime import Arm\n",
     })
     assert violations(root) == []
-
-
-def test_checker_names_a_record_module_that_imports_the_toolkit(tmp_path):
-    root = _tree(tmp_path, {
-        "rpent/__init__.py": "",
-        "rpent/record/__init__.py": "",
-        "rpent/record/steps.py": "from rpent.record.values import json_default\nfrom rpent.tools.result import ToolResult\n",
-        "rpent/tools/toolkit.py": "from rpent.record.steps import StepLog\n",
-    })
-    assert [str(v) for v in violations(root)] == [
-        "rpent/record/steps.py:2: `from rpent.tools.result import ToolResult` -> record imports core, which is "
-        "forbidden: " + FORBIDDEN["record"]["core"]
-    ]
 
 
 # -- one place for the default model -------------------------------------------------------------
@@ -363,3 +321,176 @@ def test_model_check_finds_a_default_model_defined_outside_settings(tmp_path):
         "rpent/planner/codex.py": 'from rpent.settings import DEFAULT_MODEL\nCODEX_DEFAULT_MODEL: str = "gpt-b"\n',
     })
     assert model_literals(root) == ["rpent/planner/codex.py:2: CODEX_DEFAULT_MODEL = 'gpt-b'"]
+
+
+# -- the call lifecycle is one unit ---------------------------------------------------------------
+
+#: The modules of a tool call's life (its state machine, admission, cancel and settlement). Outside
+#: rpent.tools a call is reached only through the handle rpent.tools.ToolCall and the ToolkitAPI.
+CALL_UNIT = ("rpent.tools.call", "rpent.tools.scheduler", "rpent.tools.lifecycle")
+CALL_MODULE = "rpent/tools/call.py"
+#: Packages in which no module may import, through any chain, back into itself.
+NO_CIRCLES = ("rpent.tools",)
+
+
+def _module_of(target: str, modules: set[str]) -> str | None:
+    """The module of the tree an import names: itself, or the module a name is taken from
+    (`rpent.tools.call.ToolCall` -> `rpent.tools.call`); None outside the tree."""
+    parent = target.rpartition(".")[0]
+    return target if target in modules else parent if parent in modules else None
+
+
+def import_graph(root: Path, package: str) -> dict[str, set[str]]:
+    """Module -> the modules of `package` it imports (lazy and TYPE_CHECKING imports too)."""
+    folder = root / package.replace(".", "/")
+    paths = {module_name(root, path): path for path in sorted(folder.rglob("*.py"))}
+    graph: dict[str, set[str]] = {}
+    for importer, path in paths.items():
+        found = imports_in(path.read_text(encoding="utf-8"), importer, path=str(path.relative_to(root)),
+                           is_package=path.name == "__init__.py")
+        graph[importer] = {m for imp in found if (m := _module_of(imp.target, set(paths))) not in (None, importer)}
+    return graph
+
+
+def import_circles(root: Path, packages: tuple[str, ...] = NO_CIRCLES) -> list[list[str]]:
+    """Each set of modules that import one another in a circle."""
+    return [circle for package in packages for circle in circles_of(import_graph(root, package))]
+
+
+def circles_of(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for other in sorted(graph.get(module, ())):
+            if other not in index:
+                visit(other)
+                low[module] = min(low[module], low[other])
+            elif other in stack:
+                low[module] = min(low[module], index[other])
+        if low[module] == index[module]:
+            members = []
+            while not members or members[-1] != module:
+                members.append(stack.pop())
+            if len(members) > 1:
+                circles.append(sorted(members))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return circles
+
+
+def _private_members(root: Path) -> set[str]:
+    """ToolCall's private attributes (from its __slots__) and methods."""
+    tree = ast.parse((root / CALL_MODULE).read_text(encoding="utf-8"))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name == "ToolCall":
+            for item in node.body:
+                if isinstance(item, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__slots__" for t in item.targets):
+                    names |= {e.value for e in ast.walk(item.value) if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+                elif isinstance(item, ast.FunctionDef):
+                    names.add(item.name)
+    return {name for name in names if name.startswith("_") and not name.endswith("__")}
+
+
+def call_unit_breaches(root: Path, packages: tuple[str, ...] = PACKAGES) -> list[str]:
+    """Where code outside the unit reaches into it: imports of its modules from outside rpent.tools, of
+    its private names from anywhere, and a ToolCall's private attributes touched outside call.py."""
+    private = _private_members(root)
+    found: list[tuple[str, int, str]] = []
+    for package in packages:
+        for path in sorted((root / package).rglob("*.py")):
+            importer = module_name(root, path)
+            rel = str(path.relative_to(root))
+            source = path.read_text(encoding="utf-8")
+            for imp in imports_in(source, importer, path=rel, is_package=path.name == "__init__.py"):
+                unit = next((m for m in CALL_UNIT if imp.target == m or imp.target.startswith(m + ".")), None)
+                if unit is None or unit == importer:
+                    continue
+                if not (importer == "rpent.tools" or importer.startswith("rpent.tools.")):
+                    found.append((rel, imp.line, f"`{imp.source}`: only rpent.tools imports {unit}; "
+                                  "elsewhere use rpent.tools.ToolCall and rpent.tools.api.ToolkitAPI"))
+                elif imp.target.rpartition(".")[2].startswith("_"):
+                    found.append((rel, imp.line, f"`{imp.source}`: a private name of {unit}; "
+                                  "the unit's API is its public names"))
+            if rel == CALL_MODULE:
+                continue
+            lines = source.splitlines()
+            for node in ast.walk(ast.parse(source, filename=rel)):
+                if (isinstance(node, ast.Attribute) and node.attr in private
+                        and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))):
+                    found.append((rel, node.lineno, f"`{lines[node.lineno - 1].strip()}`: {node.attr} is "
+                                  "ToolCall's own; use its public methods (admit, cancel, settle, ...)"))
+    return [f"{rel}:{line}: {text}" for rel, line, text in sorted(found)]
+
+
+def test_no_import_circle_in_the_tools_package():
+    found = import_circles(ROOT)
+    if found:
+        pytest.fail("modules that import one another in a circle:\n" + "\n".join(" -> ".join(c) for c in found),
+                    pytrace=False)
+
+
+def test_nothing_reaches_into_the_call_lifecycle():
+    found = call_unit_breaches(ROOT)
+    if found:
+        pytest.fail("the call lifecycle is reached into:\n" + "\n".join(found), pytrace=False)
+
+
+_UNIT = {
+    "rpent/__init__.py": "",
+    "rpent/tools/__init__.py": "from rpent.tools.call import ToolCall\n",
+    "rpent/tools/call.py": """\
+        class ToolCall:
+            __slots__ = ("_gate", "stage")
+
+            def admit(self):
+                self._gate = None
+        """,
+    "rpent/tools/scheduler.py": "from rpent.tools.call import ToolCall\n",
+    "rpent/tools/toolkit.py": "from rpent.tools.scheduler import CallScheduler\n",
+    "rpent_ros/__init__.py": "",
+    "rpent_ros/goals.py": "from rpent.tools import ToolCall\n",
+}
+
+
+def test_call_unit_rules_hold_on_a_unit_that_keeps_them(tmp_path):
+    root = _tree(tmp_path, _UNIT)
+    assert import_circles(root) == []
+    assert call_unit_breaches(root) == []
+
+
+def test_circle_rule_fails_on_a_planted_import_back(tmp_path):
+    # call.py naming the Toolkit, if only for an annotation, closes call -> toolkit -> scheduler -> call.
+    planted = "from rpent.tools.toolkit import Toolkit\n" + textwrap.dedent(_UNIT["rpent/tools/call.py"])
+    root = _tree(tmp_path, {**_UNIT, "rpent/tools/call.py": planted})
+    assert import_circles(root) == [["rpent.tools.call", "rpent.tools.scheduler", "rpent.tools.toolkit"]]
+
+
+def test_call_unit_rule_fails_on_planted_reaches(tmp_path):
+    root = _tree(tmp_path, {
+        **_UNIT,
+        "rpent_ros/goals.py": "from rpent.tools.scheduler import CallScheduler\n",
+        "rpent/tools/toolkit.py": """\
+            from rpent.tools.call import _latch
+
+
+            def drop(call):
+                call._gate.release()
+            """,
+    })
+    assert call_unit_breaches(root) == [
+        "rpent/tools/toolkit.py:1: `from rpent.tools.call import _latch`: a private name of rpent.tools.call; "
+        "the unit's API is its public names",
+        "rpent/tools/toolkit.py:5: `call._gate.release()`: _gate is ToolCall's own; use its public methods "
+        "(admit, cancel, settle, ...)",
+        "rpent_ros/goals.py:1: `from rpent.tools.scheduler import CallScheduler`: only rpent.tools imports "
+        "rpent.tools.scheduler; elsewhere use rpent.tools.ToolCall and rpent.tools.api.ToolkitAPI",
+    ]

@@ -6,8 +6,6 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from rpent.tools.call import _latch
-
 if TYPE_CHECKING:
     from rpent.tools.call import ToolCall
 
@@ -18,7 +16,7 @@ class CallScheduler:
     """Admits queued calls: exclusive calls one at a time in arrival order, read-only calls together,
     and a queued exclusive call before read-only calls that arrived after it.
 
-    Admission releases the call's gate, which its waiting thread holds; the thread runs the call and
+    Admission (`ToolCall.admit`) lets the call's waiting thread go on; the thread runs the call and
     then reports it `finished`. Admitting can be paused (an operator cancel) and closed for good.
     """
 
@@ -44,11 +42,10 @@ class CallScheduler:
             if self._admission != _OPEN:
                 state = "closed" if self._admission == _CLOSED else "paused (calls were cancelled by the operator)"
                 return f"toolkit is {state}; '{call.name}' was not run"
-            call.stage = "queued"
+            call.enter_line()
             self._pending.append(call)
             self._dispatch()
-            if not call._admitted:
-                call._gate = _latch()
+            call.wait_in_line()  # not admitted at once: its thread will wait for admission
         return None
 
     def find(self, call_id: int) -> ToolCall | None:
@@ -117,7 +114,7 @@ class CallScheduler:
     def _dispatch(self) -> None:
         """Admit every queued call that may start now (caller holds the lock).
 
-        Admission hands the call straight to its waiting thread by releasing its gate, so only the
+        Admission hands the call straight to its waiting thread (ToolCall.admit), so only the
         threads that can run wake up.
         """
         if self._exclusive_active or not self._pending:
@@ -138,6 +135,4 @@ class CallScheduler:
         self._active[call.id] = call
         if call.exclusive:
             self._exclusive_active = True
-        call._admitted = True
-        if call._gate is not None:
-            call._gate.release()
+        call.admit()

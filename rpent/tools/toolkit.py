@@ -1,9 +1,8 @@
-"""The Toolkit executor: validation, running calls as its scheduler admits them (rpent.tools.scheduler),
-cancellation, observation capture and the run record."""
+"""The Toolkit executor: a robot's tools, their validation, running a call once it is admitted (its life
+from queue to settlement is rpent.tools.lifecycle's), observation capture and the run record."""
 
 from __future__ import annotations
 
-import itertools
 import logging
 import re
 import threading
@@ -15,17 +14,16 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from rpent.memory.manager import MemoryManager
-from rpent.record.atomic import write_text_atomic
-from rpent.record.segments import Segment, attach_segment
-from rpent.record.values import describe_exception
-from rpent.tools.call import StageCallback, ToolCall, _latch
+from rpent.memory.manager import MemoryManager, write_text_atomic
+from rpent.tools.api import StageCallback
+from rpent.tools.call import ToolCall
 from rpent.tools.call_record import CallRecord
 from rpent.tools.call_values import arguments_mapping, as_result, outcome_of, recipe_entry, recipe_line
 from rpent.tools.context import ToolCancelled, ToolContext
 from rpent.tools.events import DashboardEventSink
-from rpent.tools.result import CANCELLED_PREFIX, FINISH_MARKER, ToolResult
-from rpent.tools.scheduler import CallScheduler
+from rpent.tools.lifecycle import CallLifecycle
+from rpent.tools.record import Segment, attach_segment
+from rpent.tools.result import CANCELLED_PREFIX, FINISH_MARKER, ToolResult, describe_exception
 from rpent.tools.tool import Tool, ToolArgumentError
 
 log = logging.getLogger(__name__)
@@ -44,7 +42,8 @@ class Command:
 
 
 class Toolkit:
-    """Runs tool calls for one robot: thread-safe, synchronous, never raising to the caller.
+    """Runs tool calls for one robot: thread-safe, synchronous, never raising to the caller. In this
+    process, it is the ToolkitAPI (rpent.tools.api) that planners, MCP and TaskRun use.
 
     Scheduling: calls are exclusive by default; read-only calls run together; a queued exclusive
     call goes before read-only calls that arrived after it, and exclusive calls keep arrival order.
@@ -83,13 +82,12 @@ class Toolkit:
         # A toolkit that does not override the capture hook has nothing to observe: skip the stage.
         self._observes = type(self)._capture_observation is not Toolkit._capture_observation
 
-        self._scheduler = CallScheduler()
-        self._ids = itertools.count(1)
+        self._calls = CallLifecycle(on_refused=self._log_refusal)
         self._finish_result: dict[str, Any] | None = None
         self._recipe: list[tuple[str, BaseModel, dict[str, bool]]] = []
         self._approvals: list[dict[str, Any]] = []
 
-        #: This toolkit's part of the record: never another run's directory (see rpent.record.segments).
+        #: This toolkit's part of the record: never another run's directory (see rpent.tools.record).
         self.segment: Segment | None = None
         if self.output_dir is not None:
             self.segment = attach_segment(self.output_dir)  # RecordError: a used directory, or a file
@@ -112,7 +110,7 @@ class Toolkit:
         try:
             call = self._enqueue(name, arguments, None)
             if not call.done():
-                self._admit_and_run(call)
+                self._calls.run(call, self._execute)
             return call.result()
         except Exception as exc:  # the contract: a ToolResult, whatever happened
             log.exception("internal error executing %r", name)
@@ -128,12 +126,12 @@ class Toolkit:
         """Queue a call now (its place in line is fixed here) and run it on a worker thread."""
         call = self._enqueue(name, arguments, on_stage, waited_on=True)
         if not call.done():
-            threading.Thread(target=self._admit_and_run, args=(call,), name=f"rpent-call-{call.id}", daemon=True).start()
+            threading.Thread(target=self._calls.run, args=(call, self._execute), name=f"rpent-call-{call.id}",
+                             daemon=True).start()
         return call
 
     def cancel(self, call_id: int, reason: str = "cancelled") -> bool:
-        call = self._scheduler.find(call_id)
-        return call.cancel(reason) if call is not None else False
+        return self._calls.cancel_by_id(call_id, reason)
 
     def cancel_active_and_wait(self, timeout: float | None = None, reason: str = "cancelled by operator") -> bool:
         """Stop admitting calls, cancel queued and running ones, and wait for their cleanup.
@@ -141,16 +139,10 @@ class Toolkit:
         Returns False if running calls had not finished within `timeout`. Call `resume_calls()`
         to admit calls again.
         """
-        dropped, running = self._scheduler.pause()
-        for call in dropped:
-            call._token.set(reason)
-            self._drop(call, f"cancelled before it started: {reason}")
-        for call in running:
-            call._token.set(reason)
-        return self._scheduler.wait_idle(timeout)
+        return self._calls.cancel_all_and_wait(timeout, reason)
 
     def resume_calls(self) -> None:
-        self._scheduler.resume()
+        self._calls.resume()
 
     @property
     def finish_result(self) -> dict[str, Any] | None:
@@ -183,17 +175,15 @@ class Toolkit:
 
     def close(self, timeout: float | None = None) -> Path | None:
         """Refuse new calls for good, let queued and running ones finish, then save the episode video."""
-        if not self._scheduler.close():
+        if not self._calls.close(timeout):
             return self._record.episode_if_any()
-        if not self._scheduler.wait_idle(timeout):
-            log.warning("close: calls still running after %.1f s", timeout)
         episode = self._record.close()
         self._on_close()
         return episode
 
     @property
     def closed(self) -> bool:
-        return self._scheduler.closed
+        return self._calls.closed
 
     # ---- for robot toolkits -----------------------------------------------------------------
 
@@ -218,66 +208,48 @@ class Toolkit:
         *,
         waited_on: bool = False,
     ) -> ToolCall:
-        call = ToolCall(self, next(self._ids), name, arguments, on_stage)
-        if waited_on:
-            call._done = _latch()
+        call = self._calls.new(name, arguments, on_stage, waited_on=waited_on)
         try:
             self._validate_and_queue(call, name, arguments)
         except Exception as exc:  # e.g. a Mapping that fails when read; the call still ends, and is logged
             log.exception("call %d (%r) could not be queued", call.id, name)
-            self._scheduler.withdraw(call)
-            if not call.done() and not call._admitted:
-                self._finish_unstarted(call, f"internal error while checking the call: {describe_exception(exc)}")
+            self._calls.abandon(call, f"internal error while checking the call: {describe_exception(exc)}")
         return call
 
     def _validate_and_queue(self, call: ToolCall, name: str, arguments: Mapping[str, Any] | str | None) -> None:
         if not isinstance(name, str):
-            self._finish_unstarted(call, f"tool name must be a string, got {type(name).__name__}")
+            self._calls.refuse(call, f"tool name must be a string, got {type(name).__name__}")
             return
         tool = self._tools.get(name)
         if tool is None:
-            self._finish_unstarted(call, f"unknown tool '{name}' (available: {', '.join(self._tools)})")
+            self._calls.refuse(call, f"unknown tool '{name}' (available: {', '.join(self._tools)})")
             return
         call.tool = tool
         call.exclusive = not tool.readonly
         try:
             call.model = tool.validate(arguments if type(arguments) is dict else arguments_mapping(arguments, name))
         except ToolArgumentError as exc:
-            self._finish_unstarted(call, str(exc))
+            self._calls.refuse(call, str(exc))
             return
-        error = self._scheduler.enqueue(call)
-        if error is not None:
-            self._finish_unstarted(call, error)
-        elif call._on_stage is not None:
-            call._set_stage("queued")
+        self._calls.queue(call)
 
-    def _finish_unstarted(self, call: ToolCall, error: str) -> None:
-        # A refused call never reaches tool_finished (nor the progress line): say so on the console.
-        log.warning("call %d (%s) refused: %s", call.id, call.name, error)
+    def _log_refusal(self, call: ToolCall, result: ToolResult) -> None:
         now = time.time()
-        result = ToolResult(error=error)
         self._record.log_step(call, result, now, now)
-        call._finish(result)
 
-    def _admit_and_run(self, call: ToolCall) -> None:
-        if call._gate is not None:
-            call._gate.acquire()  # returns once admitted, or once dropped from the queue
-        if not call._admitted:
-            return
+    def _execute(self, call: ToolCall) -> ToolResult:
+        """Run an admitted call (in its own thread, for CallLifecycle.run); never raises."""
         try:
-            try:
-                result = self._run(call)
-            except Exception as exc:  # defensive: _run catches handler errors and logs the step itself
-                log.exception("call %d (%s) failed inside the executor", call.id, call.name)
-                result = ToolResult(error=f"internal error: {describe_exception(exc)}")
-                now = time.time()
-                self._record.log_step(call, result, now, now)
-        finally:
-            self._scheduler.finished(call)
-        call._finish(result)
+            return self._run(call)
+        except Exception as exc:  # defensive: _run catches handler errors and logs the step itself
+            log.exception("call %d (%s) failed inside the executor", call.id, call.name)
+            result = ToolResult(error=f"internal error: {describe_exception(exc)}")
+            now = time.time()
+            self._record.log_step(call, result, now, now)
+            return result
 
     def _report_stage(self, call: ToolCall, stage: str, message: str = "", progress: float | None = None) -> None:
-        call._set_stage(stage, message, progress)
+        call.set_stage(stage, message, progress)
         # The dashboard shows what a running call waits for (e.g. "awaiting_approval").
         self._record.publish("tool_stage", {"call_id": call.id, "tool": call.name, "stage": stage,
                                             "message": message, "progress": progress})
@@ -291,20 +263,6 @@ class Toolkit:
         """Every operator approval asked so far (ToolContext.record_approval), in order."""
         return list(self._approvals)
 
-    def _cancel_call(self, call: ToolCall, reason: str) -> bool:
-        queued = self._scheduler.withdraw(call)
-        if queued is None:
-            return False
-        call._token.set(reason)  # outside the lock: stop hooks may talk to hardware
-        if queued:
-            self._drop(call, f"cancelled before it started: {reason}")
-        return True
-
-    def _drop(self, call: ToolCall, error: str) -> None:
-        self._finish_unstarted(call, error)
-        if call._gate is not None:
-            call._gate.release()  # wake its waiting thread, which sees it was not admitted
-
     def _run(self, call: ToolCall) -> ToolResult:
         tool, model = call.tool, call.model
         assert tool is not None and model is not None
@@ -312,9 +270,7 @@ class Toolkit:
         recording = record.on
         started = time.time() if recording else 0.0
         t0 = time.perf_counter()
-        call.stage = "running"
-        if call._on_stage is not None:
-            call._set_stage("running")
+        call.set_stage("running")
         kwargs = model.__dict__  # handlers get keyword copies; nothing writes to this dict
         arguments_json = model.model_dump(mode="json") if recording else None
         if record.events_on:
@@ -327,11 +283,10 @@ class Toolkit:
             output_dir=self.output_dir,
             call_id=call.id,
             tool_name=call.name,
-            cancel_token=call._token,
+            cancel_token=call.token,
             frame_sink=(lambda rgb: record.record_frame(call, clip, rgb)) if record.recorder is not None else None,
-            stage_sink=(lambda *stage: self._report_stage(call, *stage)) if record.events_on else call._set_stage,
+            stage_sink=(lambda *stage: self._report_stage(call, *stage)) if record.events_on else call.set_stage,
             approval_sink=lambda entry: self._record_approval(call, entry),
-            last_step=record.last_step,
         )
         try:
             result = as_result(tool.fn(**kwargs, ctx=ctx))
@@ -362,14 +317,14 @@ class Toolkit:
         finish = result.error is None and bool(result.data.get(FINISH_MARKER))
         robot_call = not finish and call.name not in self._common and call.name != "finish"
         if call.cancel_requested and not (result.error or "").startswith(CANCELLED_PREFIX):
-            result = _as_cancelled(result, call._token.reason or "cancelled")  # before the observation: it settles
+            result = _as_cancelled(result, call.cancel_reason)  # before the observation: it settles
         if robot_call and not tool.readonly and self._observes:
-            call._set_stage("capturing")
+            call.set_stage("capturing")
             # run.log then tells a step's motion from its observation (and a video's pauses from losses).
             log.debug("call %d (%s): capturing the observation", call.id, call.name)
             result = self._capture(call, kwargs, result, elapsed)
         if call.cancel_requested and not (result.error or "").startswith(CANCELLED_PREFIX):
-            result = _as_cancelled(result, call._token.reason or "cancelled")  # a cancel during the observation
+            result = _as_cancelled(result, call.cancel_reason)  # a cancel during the observation
         if finish:
             result.data = {k: v for k, v in result.data.items() if k != FINISH_MARKER}
         # Whatever a tool returned must reach the model (and transcripts) as JSON: a result that does
@@ -378,13 +333,13 @@ class Toolkit:
             text = result.to_text()
         except Exception as exc:
             result = ToolResult(error=f"result could not be encoded: {describe_exception(exc)}", images=result.images,
-                                image_names=result.image_names, source_step=result.source_step)
+                                image_names=result.image_names)
             text = result.to_text()
         if finish and result.error is None:
             self._finish_result = dict(result.data)
             self._record.publish("finish", {"call_id": call.id, "finish_result": self._finish_result})
         if result.images and self.output_dir is not None:
-            result.image_paths = self._record.save_images(call, result)
+            result.image_paths = self._record.save_images(call, result.images, result.image_names)
         if robot_call and result.error is None:
             # The validated model is kept and dumped only when a recipe is written. list.append is
             # atomic, so concurrent read-only calls need no lock here.
@@ -401,7 +356,6 @@ class Toolkit:
             note = f"observation capture failed: {type(exc).__name__}: {exc}"
             return ToolResult(data=result.data, images=result.images, error=f"{result.error}; {note}" if result.error else note,
                               outcome=result.outcome, image_names=result.image_names)
-        self._record.observed(call, dict(data), elapsed)  # the step's StepRecord (rpent.record.step_record)
         own = [*result.image_names, *[""] * (len(result.images) - len(result.image_names))][: len(result.images)]
         names = list(images) if isinstance(images, dict) else [""] * len(images)
         pngs = list(images.values()) if isinstance(images, dict) else list(images)
@@ -417,4 +371,4 @@ def _as_cancelled(result: ToolResult, reason: str) -> ToolResult:
     else:
         error = f"cancelled: {reason}; then: {result.error}"
     return ToolResult(data=result.data, images=result.images, outcome=result.outcome, error=error,
-                      image_names=result.image_names, source_step=result.source_step)
+                      image_names=result.image_names)
