@@ -29,6 +29,9 @@ LAYERS: dict[str, str] = {
     "rpent.runtime": "core",
     "rpent.memory": "core",
     "rpent.rpc": "core",
+    "rpent.rpc.transport": "rpc_transport",  # rpent.rpc's rooms: core, and transports below facades
+    "rpent.rpc.facades": "rpc_facades",
+    "rpent.record": "record",  # the run's record: below the toolkit that writes it
     "rpent.planner": "planner",
     "rpent.mcp": "mcp",
     "rpent.runner": "runner",
@@ -94,7 +97,19 @@ FORBIDDEN: dict[str, dict[str, str]] = {
                "cli": _CLI,
                "dashboard": "a robot describes its dashboard as data (rpent.robot); the dashboard is above robots"},
     "ros": {"cli": _CLI},
+    "record": {**{layer: "the record is below the toolkit: rpent.tools and everything above write it, rpent.record "
+                         "imports none of them" for layer in ("core", "planner", "mcp", "runner", "eval", "dashboard",
+                                                               "cli", "entry")},
+               "robots": _OUTWARD, "ros": _OUTWARD},
 }
+# rpent.rpc's two rooms are core: they keep core's rules, a layer that may not import core may not
+# import them either, and the transports carry calls for any facade.
+for _rules in FORBIDDEN.values():
+    if "core" in _rules:
+        _rules.update(rpc_transport=_rules["core"], rpc_facades=_rules["core"])
+FORBIDDEN["rpc_facades"] = dict(FORBIDDEN["core"])
+FORBIDDEN["rpc_transport"] = {**FORBIDDEN["core"], "rpc_facades": "transports carry calls for any facade: "
+                              "rpent.rpc.facades builds on rpent.rpc.transport, never the other way round"}
 
 
 @dataclass(frozen=True)
@@ -268,6 +283,20 @@ def test_checker_catches_each_way_of_writing_an_import(tmp_path):
     }
 
 
+def test_checker_keeps_rpc_transports_below_the_facades(tmp_path):
+    root = _tree(tmp_path, {
+        "rpent/__init__.py": "",
+        "rpent/rpc/__init__.py": "",
+        "rpent/rpc/transport/__init__.py": "",
+        "rpent/rpc/transport/client.py": "from rpent.rpc.errors import RpcError\nfrom rpent.rpc.facades.env import BaseEnvClient\n",
+        "rpent/rpc/facades/__init__.py": "",
+        "rpent/rpc/facades/env.py": "from rpent.rpc.facade import RpcFacade\nfrom rpent.rpc.transport.client import RpcClient\n",
+    })
+    assert [(v.found.path, v.found.line, v.importer, v.imported) for v in violations(root)] == [
+        ("rpent/rpc/transport/client.py", 2, "rpc_transport", "rpc_facades"),
+    ]
+
+
 def test_checker_allows_inward_imports_and_discovery_by_name(tmp_path):
     root = _tree(tmp_path, {
         "rpent/__init__.py": "",
@@ -284,6 +313,19 @@ def test_checker_allows_inward_imports_and_discovery_by_name(tmp_path):
         "rpent_ros/proxies.py": "import rclpy\nfrom rpent.runtime import Arm\n",
     })
     assert violations(root) == []
+
+
+def test_checker_names_a_record_module_that_imports_the_toolkit(tmp_path):
+    root = _tree(tmp_path, {
+        "rpent/__init__.py": "",
+        "rpent/record/__init__.py": "",
+        "rpent/record/steps.py": "from rpent.record.values import json_default\nfrom rpent.tools.result import ToolResult\n",
+        "rpent/tools/toolkit.py": "from rpent.record.steps import StepLog\n",
+    })
+    assert [str(v) for v in violations(root)] == [
+        "rpent/record/steps.py:2: `from rpent.tools.result import ToolResult` -> record imports core, which is "
+        "forbidden: " + FORBIDDEN["record"]["core"]
+    ]
 
 
 # -- one place for the default model -------------------------------------------------------------

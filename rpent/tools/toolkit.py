@@ -14,7 +14,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from rpent.memory.manager import MemoryManager, write_text_atomic
+from rpent.memory.manager import MemoryManager
+from rpent.record.atomic import write_text_atomic
+from rpent.record.segments import Segment, attach_segment
+from rpent.record.values import describe_exception
 from rpent.tools.api import StageCallback
 from rpent.tools.call import ToolCall
 from rpent.tools.call_record import CallRecord
@@ -22,8 +25,7 @@ from rpent.tools.call_values import arguments_mapping, as_result, outcome_of, re
 from rpent.tools.context import ToolCancelled, ToolContext
 from rpent.tools.events import DashboardEventSink
 from rpent.tools.lifecycle import CallLifecycle
-from rpent.tools.record import Segment, attach_segment
-from rpent.tools.result import CANCELLED_PREFIX, FINISH_MARKER, ToolResult, describe_exception
+from rpent.tools.result import CANCELLED_PREFIX, FINISH_MARKER, ToolResult
 from rpent.tools.tool import Tool, ToolArgumentError
 
 log = logging.getLogger(__name__)
@@ -87,7 +89,7 @@ class Toolkit:
         self._recipe: list[tuple[str, BaseModel, dict[str, bool]]] = []
         self._approvals: list[dict[str, Any]] = []
 
-        #: This toolkit's part of the record: never another run's directory (see rpent.tools.record).
+        #: This toolkit's part of the record: never another run's directory (see rpent.record.segments).
         self.segment: Segment | None = None
         if self.output_dir is not None:
             self.segment = attach_segment(self.output_dir)  # RecordError: a used directory, or a file
@@ -287,6 +289,7 @@ class Toolkit:
             frame_sink=(lambda rgb: record.record_frame(call, clip, rgb)) if record.recorder is not None else None,
             stage_sink=(lambda *stage: self._report_stage(call, *stage)) if record.events_on else call.set_stage,
             approval_sink=lambda entry: self._record_approval(call, entry),
+            last_step=record.last_step,
         )
         try:
             result = as_result(tool.fn(**kwargs, ctx=ctx))
@@ -333,13 +336,13 @@ class Toolkit:
             text = result.to_text()
         except Exception as exc:
             result = ToolResult(error=f"result could not be encoded: {describe_exception(exc)}", images=result.images,
-                                image_names=result.image_names)
+                                image_names=result.image_names, source_step=result.source_step)
             text = result.to_text()
         if finish and result.error is None:
             self._finish_result = dict(result.data)
             self._record.publish("finish", {"call_id": call.id, "finish_result": self._finish_result})
         if result.images and self.output_dir is not None:
-            result.image_paths = self._record.save_images(call, result.images, result.image_names)
+            result.image_paths = self._record.save_images(call, result)
         if robot_call and result.error is None:
             # The validated model is kept and dumped only when a recipe is written. list.append is
             # atomic, so concurrent read-only calls need no lock here.
@@ -356,6 +359,7 @@ class Toolkit:
             note = f"observation capture failed: {type(exc).__name__}: {exc}"
             return ToolResult(data=result.data, images=result.images, error=f"{result.error}; {note}" if result.error else note,
                               outcome=result.outcome, image_names=result.image_names)
+        self._record.observed(call, dict(data), elapsed)  # the step's StepRecord (rpent.record.step_record)
         own = [*result.image_names, *[""] * (len(result.images) - len(result.image_names))][: len(result.images)]
         names = list(images) if isinstance(images, dict) else [""] * len(images)
         pngs = list(images.values()) if isinstance(images, dict) else list(images)
@@ -371,4 +375,4 @@ def _as_cancelled(result: ToolResult, reason: str) -> ToolResult:
     else:
         error = f"cancelled: {reason}; then: {result.error}"
     return ToolResult(data=result.data, images=result.images, outcome=result.outcome, error=error,
-                      image_names=result.image_names)
+                      image_names=result.image_names, source_step=result.source_step)
