@@ -4,7 +4,9 @@
     ros2 run rpent planner_node --ros-args -p robot:=toy -p planner:=replay -p recipe:=/path/recipe.jsonl
 
 The robot parameter selects the prompts (the same templates `rpent run` uses); the tools, their
-validation and the robot itself live in the toolkit node at `toolkit_namespace`.
+validation and the robot itself live in the toolkit node at `toolkit_namespace`. Its own record
+(run.log, transcript.json, result.json) is a RunRecord in `output_dir`: one run per directory, as for
+`rpent run`, and `resume:=true` continues one as a new segment (transcript-2.json, result-2.json).
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from typing import Any
 from rclpy.node import Node
 
 from rpent.planner.base import AbortRequest
-from rpent.record.atomic import write_json
+from rpent.record.run_record import RunRecord
+from rpent.record.segments import RecordError
 from rpent.runner.run import default_output_dir, make_planner
 from rpent_ros import node_main
 from rpent_ros.params import (
@@ -53,12 +56,23 @@ class PlannerNode(Node):
         with flag_errors_as_parameters():
             self.planner = make_planner(namespace, self.spec)
         self.toolkit = RosToolkit(self, self.toolkit_namespace)
+        self.record: RunRecord | None = None
         self.inputs: Any = None
         self.summary: dict[str, Any] | None = None
 
     def run_task(self) -> dict[str, Any]:
+        """Plan one task against the toolkit node into this node's record; RecordError (before the
+        toolkit is asked for anything) when output_dir is used and resume is not set."""
         started = time.time()
         self.toolkit.wait_ready()
+        # Claimed once the toolkit node is up: a launch puts this record inside the toolkit node's
+        # output_dir, which that node claims as it starts (it would refuse a directory holding ours).
+        self.record = RunRecord.open(self.config.output_dir, resume=bool(getattr(self.args, "resume", False)),
+                                     option="parameter output_dir", resume_option="resume:=true")
+        with self.record.run_log():
+            return self._run_task(self.record, started)
+
+    def _run_task(self, record: RunRecord, started: float) -> dict[str, Any]:
         if self.new_task:
             log.info("toolkit record for this task: %s", self.toolkit.new_task())
         system_prompt, user_message = self.spec.prompts.render(self.config.prompt_vars)
@@ -68,9 +82,7 @@ class PlannerNode(Node):
             system_prompt=system_prompt, user_message=user_message, toolkit=self.toolkit,
             max_turns=self.args.max_turns, input_queue=self.inputs,
         )
-        output = self.config.output_dir
-        output.mkdir(parents=True, exist_ok=True)
-        write_json(output / "transcript.json", result.transcript)
+        record.write_transcript(result.transcript)
         self.summary = {
             **result.to_dict(),
             "robot": self.spec.name,
@@ -79,8 +91,10 @@ class PlannerNode(Node):
             "toolkit_namespace": self.toolkit_namespace,
             "solved": self.toolkit.solved(),
             "wall_time_s": round(time.time() - started, 3),
+            "output_dir": str(record.output_dir),
+            "segment": record.number,
         }
-        write_json(output / "result.json", self.summary)
+        record.write_result(self.summary)
         log.info("planner finished: %s (%s)", result.status.value, result.stop_reason)
         return self.summary
 
@@ -95,12 +109,17 @@ def main(args: list[str] | None = None) -> None:
     node = node_main.build("planner_node", PlannerNode)
     spinning = node_main.Spinning(node, threads=4)
     interrupted = False
+    refused: RecordError | None = None
     try:
         node.run_task()
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the context is still valid, so the cancel reaches the toolkit node
         interrupted = True
+    except RecordError as exc:  # a used output_dir: nothing was asked of the toolkit
+        refused = exc
     finally:
         spinning.close((lambda: node.abort("planner_node interrupted")) if interrupted else None)
+    if refused is not None:
+        node_main.refuse_start("planner_node", refused)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,10 @@ in a sourced ROS 2 Jazzy workspace where this package was built with colcon).
 
 from __future__ import annotations
 
+import json
 import math
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -135,6 +138,39 @@ def test_planner_node_reaches_finish_through_the_ros_client(ros, tmp_path):
     second = read_steps(tmp_path / "node" / "task-003" / "steps.jsonl")
     # The replay calls finish itself only when the toolkit has no finish yet: the old one was cleared.
     assert [s["tool"] for s in second] == ["get_state", "finish"]
+
+
+def test_a_second_planner_node_into_the_same_output_dir_is_refused_and_the_first_result_stays(ros, tmp_path):
+    toolkit_node(ros, tmp_path)
+    look = tmp_path / "look.jsonl"
+    look.write_text('{"tool": "get_state", "arguments": {}}\n')
+    out = tmp_path / "planner"
+
+    def planner(recipe: Path, *extra: Parameter) -> PlannerNode:
+        return ros(PlannerNode(parameter_overrides=[
+            Parameter("robot", value="toy"), Parameter("planner", value="replay"), Parameter("recipe", value=str(recipe)),
+            Parameter("output_dir", value=str(out)), *extra,
+        ]))
+
+    assert planner(RECIPE).run_task()["turns"] == len(RECIPE.read_text().splitlines())
+    first = (out / "result.json").read_text()
+    # As `ros2 run rpent planner_node` would start it: a second run into the same directory.
+    again = subprocess.run(
+        [sys.executable, "-c", "from rpent_ros.planner_node import main; main()", "--ros-args", "-p", "robot:=toy",
+         "-p", "planner:=replay", "-p", f"recipe:={look}", "-p", f"output_dir:={out}"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )
+    assert (out / "result.json").read_text() == first  # not replaced by the second run's
+    assert again.returncode == 2 and "Traceback" not in again.stderr, again.stderr
+    assert (f"planner_node: parameter output_dir: {out} is not empty: it holds a run record; each run needs a new "
+            "or empty directory (pass resume:=true to continue that record as a new segment)") in again.stderr
+    # resume:=true continues the record as segment 2, beside the first run's files.
+    summary = planner(look, Parameter("resume", value=True)).run_task()
+    assert summary["segment"] == 2 and summary["turns"] == 1 and summary["status"] == "finished"
+    assert json.loads((out / "result-2.json").read_text())["segment"] == 2
+    assert (out / "transcript-2.json").exists() and (out / "result.json").read_text() == first
+    claims = [json.loads(line) for line in (out / "segments.jsonl").read_text().splitlines()]
+    assert [c["segment"] for c in claims] == [1, 2]
 
 
 def test_ros_cancel_stops_a_franky_sim_motion(ros, franka_sim_toolkit, tmp_path):
