@@ -28,6 +28,13 @@ class RunRecord:
 
     def __init__(self, segment: Segment) -> None:
         self.segment = segment
+        self.output_dir: Path = segment.output_dir
+        #: The segment number: 1 for a new record, N for the (N-1)th --resume.
+        self.number: int = segment.number
+        #: steps.jsonl, shared by every segment (each line carries its segment).
+        self.steps_file = self.output_dir / STEPS_FILE
+        #: result.json of this segment (result-N.json in segment N).
+        self.result_file = segment.file(RESULT_FILE)
 
     @classmethod
     def open(cls, output_dir: str | Path, *, resume: bool = False, option: str = "--output-dir",
@@ -40,24 +47,6 @@ class RunRecord:
     def adopt(cls, output_dir: str | Path, *, option: str = "output_dir") -> RunRecord:
         """Take over the open claim another process made on `output_dir` (see adopt_segment)."""
         return cls(adopt_segment(output_dir, option=option))
-
-    @property
-    def output_dir(self) -> Path:
-        return self.segment.output_dir
-
-    @property
-    def number(self) -> int:
-        """The segment number: 1 for a new record, N for the (N-1)th --resume."""
-        return self.segment.number
-
-    @property
-    def steps_file(self) -> Path:
-        """steps.jsonl, shared by every segment (each line carries its segment)."""
-        return self.output_dir / STEPS_FILE
-
-    @property
-    def result_file(self) -> Path:
-        return self.segment.file(RESULT_FILE)
 
     def file(self, filename: str) -> Path:
         """This segment's file of that name: `result.json` in segment 1, `result-2.json` in segment 2."""

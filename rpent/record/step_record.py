@@ -15,6 +15,8 @@ from typing import Any
 
 #: The status word of a call a cancel stopped (rpent.tools.result.call_status says which word when).
 CANCELLED = "cancelled"
+#: The fields a line takes as they are, in the line's order (then duration_s, status, cancelled ...).
+_AS_THEY_ARE = ("call_id", "tool", "arguments", "result", "error", "images", "started_at", "ended_at")
 
 
 @dataclass
@@ -56,21 +58,9 @@ class StepRecord:
 
     def line(self) -> dict[str, Any]:
         """The fields of its steps.jsonl line, in the line's order (StepLog puts `segment` first)."""
-        return {
-            "call_id": self.call_id,
-            "tool": self.tool,
-            "arguments": self.arguments,
-            "result": self.result,
-            "error": self.error,
-            "images": self.images,
-            "started_at": self.started_at,
-            "ended_at": self.ended_at,
-            "duration_s": self.duration_s,
-            "status": self.status,
-            "cancelled": self.cancelled,
-            "outcome": self.outcome,
-            "approvals": self.approvals,
-        }
+        fields = {name: getattr(self, name) for name in _AS_THEY_ARE}
+        return {**fields, "duration_s": self.duration_s, "status": self.status, "cancelled": self.cancelled,
+                "outcome": self.outcome, "approvals": self.approvals}
 
 
 def start_step() -> StepRecord:
