@@ -18,8 +18,8 @@ import jsonschema
 from jsonschema.exceptions import ValidationError
 
 from rpent.tools import ToolArgumentError
+from rpent.tools.arguments import describe_problem, is_json_number, json_problems, quote_input
 from rpent.tools.call_values import arguments_mapping
-from rpent.tools.tool import describe_problem, is_json_number, json_problems, quote_input
 
 _CHECKER = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine_many({
     "number": lambda _checker, value: is_json_number(value),

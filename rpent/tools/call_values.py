@@ -8,8 +8,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rpent.record.values import describe_exception
+from rpent.tools.arguments import MAX_ARGUMENT_DEPTH
 from rpent.tools.result import ToolResult
-from rpent.tools.tool import MAX_ARGUMENT_DEPTH, ToolArgumentError
+from rpent.tools.tool import ToolArgumentError
 
 
 def arguments_mapping(arguments: Mapping[str, Any] | str | bytes | None, name: str) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from rpent.record import step_line
 from rpent.record.step_record import StepRecord
 from rpent.record.steps import MAX_LINE_BYTES, StepLog, read_steps, saved_value
 from rpent.tools import ToolContext, ToolResult, tool
-from rpent.tools.tool import MAX_ARGUMENT_DEPTH
+from rpent.tools.arguments import MAX_ARGUMENT_DEPTH
 
 from .toolkits import GATE_TOOLS, Gates, ObservingToolkit
 
