@@ -11,6 +11,7 @@ import pytest
 from robots.dual_franka.toolkit import DualFrankaToolkit
 from robots.franka.config import ArmConfig, FrankaConfig
 from robots.franka.runtime import FrankaRuntime
+from robots.franka.safety import SafetyEnvelope
 from robots.franka.toolkit import CAMERA_ENTRY_FIELDS, FrankaToolkit
 from rpent.runtime.camera import CameraFrame, Intrinsics
 from rpent.runtime.types import ArmState, Pose
@@ -25,6 +26,8 @@ LOOK_DOWN = np.array([[0.0, -1.0, 0.0, 0.0], [-1.0, 0.0, 0.0, 0.0], [0.0, 0.0, -
 class _Arm:
     def __init__(self, name: str) -> None:
         self.name = name
+        # The toolkit reads each arm's envelope for its tools' ranges, as it does FrankyArm's.
+        self.envelope = SafetyEnvelope(arm_name=name)
 
     def state(self) -> ArmState:
         return ArmState(Pose((0.5, 0.0, 0.4)), (0.0,) * 7)
