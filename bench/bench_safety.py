@@ -23,8 +23,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from robots.franka.arm_clearance import check_arm_clearance
 from robots.franka.config import HOME_JOINTS_RAD
-from robots.franka.safety import ArmLimits, SafetyEnvelope, check_arm_clearance
+from robots.franka.safety import SafetyEnvelope
+from robots.franka.safety_limits import ArmLimits
 from rpent.runtime.types import Pose
 
 HOME = np.asarray(HOME_JOINTS_RAD)

@@ -25,10 +25,10 @@ from typing import Any
 import numpy as np
 
 from robots.franka.approval import approve
+from robots.franka.arm_clearance import check_arm_clearance
 from robots.franka.franky_arm import FrankyArm
 from robots.franka.franky_gripper import FrankyGripper
 from robots.franka.runtime import FrankaRuntime
-from robots.franka.safety import check_arm_clearance
 from rpent.runtime.arm import RuntimeFault
 from rpent.runtime.types import MotionOutcome, Pose, quat_from_rpy
 from rpent.tools import ToolContext

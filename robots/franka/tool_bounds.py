@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from robots.franka.safety import ArmLimits
+from robots.franka.safety_limits import ArmLimits
 from rpent.tools import Tool
 from rpent.tools.bounds import Bounds, with_bounds
 

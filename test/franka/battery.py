@@ -17,7 +17,7 @@ import numpy as np
 
 from robots.franka import kinematics
 from robots.franka.config import HOME_JOINTS_RAD
-from robots.franka.safety import FR3_JOINT_LOWER, FR3_JOINT_UPPER, ArmLimits
+from robots.franka.safety_limits import FR3_JOINT_LOWER, FR3_JOINT_UPPER, ArmLimits
 
 LIMITS = ArmLimits()
 LOWER = np.array(FR3_JOINT_LOWER) + LIMITS.joint_margin_rad

@@ -10,8 +10,10 @@ import pytest
 from battery import Command, must_accept, must_refuse
 
 from robots.franka import kinematics
+from robots.franka.arm_clearance import check_arm_clearance
 from robots.franka.config import HOME_JOINTS_RAD
-from robots.franka.safety import ArmLimits, SafetyEnvelope, check_arm_clearance
+from robots.franka.safety import SafetyEnvelope
+from robots.franka.safety_limits import ArmLimits
 from rpent.runtime.arm import MotionRefused
 from rpent.runtime.types import Pose
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from robots.franka.config import DEFAULT_SAFETY_FILE, HOME_JOINTS_RAD, load_franka_config
-from robots.franka.safety import ArmLimits, SafetyEnvelope, load_safety_config
+from robots.franka.safety import SafetyEnvelope, load_safety_config
+from robots.franka.safety_limits import ArmLimits
 from rpent.runtime.arm import MotionRefused
 from rpent.runtime.types import Pose
 

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from robots.franka.config import CONFIG_DIR, HOME_JOINTS_RAD, load_franka_config
-from robots.franka.safety import Box, SafetyEnvelope
+from robots.franka.safety import SafetyEnvelope
+from robots.franka.safety_limits import Box
 from robots.franka.scene_layout import (
     EDGE_MARGIN_M,
     GRASP_CLEARANCE_M,

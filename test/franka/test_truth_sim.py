@@ -19,7 +19,8 @@ from robots.dual_franka.toolkit import DualFrankaToolkit
 from robots.franka import kinematics
 from robots.franka.config import ArmConfig, FrankaConfig
 from robots.franka.runtime import FrankaRuntime, build_runtime
-from robots.franka.safety import ArmLimits, SafetyEnvelope
+from robots.franka.safety import SafetyEnvelope
+from robots.franka.safety_limits import ArmLimits
 from robots.franka.sim import SimScene
 from robots.franka.toolkit import FrankaToolkit
 from rpent.runtime.arm import RuntimeFault

@@ -210,7 +210,8 @@ def test_default_arm_placement_is_where_franky_sim_puts_the_arms() -> None:
 def test_hand_tcp_matches_frankys_end_effector_pose_over_fci() -> None:
     pytest.importorskip("franky", reason="franky-control is not installed (pip install rpent[sim])")
     from robots.franka.franky_arm import FrankyArm
-    from robots.franka.safety import ArmLimits, SafetyEnvelope
+    from robots.franka.safety import SafetyEnvelope
+    from robots.franka.safety_limits import ArmLimits
 
     # Poses far from the default workspace, so the whole arm is exercised: a wide envelope.
     wide = SafetyEnvelope(ArmLimits(workspace_m={"x": (-1.0, 1.0), "y": (-1.0, 1.0), "z": (0.0, 1.2)},
