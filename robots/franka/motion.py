@@ -12,7 +12,6 @@ how much and the likely cause.
 
 from __future__ import annotations
 
-import logging
 import math
 import threading
 import time
@@ -36,7 +35,6 @@ from rpent.tools import ToolContext
 # Generous: the simulator may run at half real time on a busy machine.
 MOTION_TIMEOUT_S = 60.0
 GRIPPER_TIMEOUT_S = 30.0
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -160,14 +158,14 @@ def execute(ctx: ToolContext[FrankaRuntime], plans: Sequence[PlannedMotion]) -> 
             plan.launch()
             started.append(plan)
             # Hooked after launch: if the call is already cancelled the hook runs now and stops it.
-            unhooks.append(ctx.on_cancel(lambda arm=plan.arm: stop_quietly(arm)))
+            unhooks.append(ctx.on_cancel(plan.arm.stop_quietly))
         ctx.report("moving", "; ".join(p.description for p in plans))
         with filming(ctx):
             for plan in started:
                 outcomes.append(plan.arm.wait(timeout_s=MOTION_TIMEOUT_S))
     except BaseException:
         for plan in started:
-            stop_quietly(plan.arm)  # one arm failed: the other must not keep going on its own
+            plan.arm.stop_quietly()  # one arm failed: the other must not keep going on its own
         raise
     finally:
         for unhook in unhooks:
@@ -179,14 +177,6 @@ def execute(ctx: ToolContext[FrankaRuntime], plans: Sequence[PlannedMotion]) -> 
             raise RuntimeFault(f"{plan.arm.name}: target not reached within {MOTION_TIMEOUT_S:.0f} s; the arm was stopped")
         results.append(_motion_result(plan, outcome))
     return results
-
-
-def stop_quietly(device: Any) -> None:
-    """Stop for cancel and clean-up paths, which must go on to stop everything else (logged, not raised)."""
-    try:
-        device.stop()
-    except Exception as exc:
-        log.warning("%s: stop failed: %s", getattr(device, "name", device), exc)
 
 
 def _motion_result(plan: PlannedMotion, outcome: MotionOutcome) -> dict[str, Any]:
@@ -234,7 +224,8 @@ def run_gripper(
     """Check, approve, run a gripper command with stop-on-cancel; the gripper's state after it."""
     check()
     approve(ctx, [arm], description)
-    unhook = ctx.on_cancel(lambda: stop_quietly(gripper))
+    # The gripper's stop only sends (confirm_stopped waits); a failure is logged by the cancel hook.
+    unhook = ctx.on_cancel(gripper.stop)
     try:
         with filming(ctx):
             outcome = command()
