@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,14 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
                  "--disable-sync", "--no-first-run", "--disable-quic"]
 
 WAIT_MS = 30_000
+
+#: Every browser test needs Chromium; the Franka ones franky-sim too. Without them they skip, saying what to install.
+NEEDS_CHROMIUM = pytest.mark.skipif(
+    not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium (apt-get install chromium)")
+NEEDS_FRANKY_SIM = pytest.mark.skipif(
+    importlib.util.find_spec("franky_sim") is None, reason="franky-sim is not installed (pip install rpent[sim])")
+#: The bundled Franka recipe the browser tests replay.
+FRANKA_PICK = REPO / "robots" / "franka" / "recipes" / "pick_cube.jsonl"
 
 
 @pytest.fixture(scope="module")

@@ -10,14 +10,14 @@ import threading
 from typing import Any
 
 import pytest
-from browser_support import CHROMIUM, SHOTS, WAIT_MS, open_dashboard, shot
+from browser_support import NEEDS_CHROMIUM, SHOTS, WAIT_MS, open_dashboard, shot
 from dashboard_support import TOY_RECIPE
 from fakes import FakeModelServer, Reply, Text, ToolUse
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.timeout(120),
-    pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium (apt-get install chromium)"),
+    NEEDS_CHROMIUM,
 ]
 
 REPLAY = ("--planner", "replay", "--recipe", str(TOY_RECIPE))

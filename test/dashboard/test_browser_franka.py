@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import logging
 import math
@@ -13,8 +12,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from browser_support import CHROMIUM, WAIT_MS, open_dashboard, shot
-from dashboard_support import REPO, Served, serving
+from browser_support import FRANKA_PICK, NEEDS_CHROMIUM, NEEDS_FRANKY_SIM, WAIT_MS, open_dashboard, shot
+from dashboard_support import Served, serving
 
 from robots.franka.toolkit import SIM_IMAGE_ORDER
 from rpent.cli.main import build_parser
@@ -22,14 +21,7 @@ from rpent.dashboard.cli import DashboardServer
 from rpent.dashboard.session import DashboardSession
 from rpent.robot import load_robot
 
-PICK = REPO / "robots" / "franka" / "recipes" / "pick_cube.jsonl"
-
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.timeout(240),
-    pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium (apt-get install chromium)"),
-    pytest.mark.skipif(importlib.util.find_spec("franky_sim") is None, reason="franky-sim is not installed (pip install rpent[sim])"),
-]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240), NEEDS_CHROMIUM, NEEDS_FRANKY_SIM]
 
 
 @pytest.fixture
@@ -38,7 +30,7 @@ def franka_served(tmp_path: Path) -> Iterator[Any]:
         module = load_robot("franka")
         spec = module.get_robot_spec()
         parser = build_parser(spec)  # includes the dashboard flags
-        args = parser.parse_args(["run", "--robot", "franka", "--sim", "--planner", "replay", "--recipe", str(PICK),
+        args = parser.parse_args(["run", "--robot", "franka", "--sim", "--planner", "replay", "--recipe", str(FRANKA_PICK),
                                   "--output-dir", str(tmp_path / "runs"), "--memory-dir", str(tmp_path / "memory"), *extra])
         session = DashboardSession(args=args, spec=spec, robot=module, output_root=tmp_path / "runs")
         session.start()

@@ -7,25 +7,16 @@ robot's own check (solved()) says both picks worked.
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from browser_support import CHROMIUM, WAIT_MS, shot
+from browser_support import FRANKA_PICK, NEEDS_CHROMIUM, NEEDS_FRANKY_SIM, WAIT_MS, shot
 from dashboard_process import DashboardProcess
-from dashboard_support import REPO
 
-PICK = REPO / "robots" / "franka" / "recipes" / "pick_cube.jsonl"
-
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.timeout(420),
-    pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium (apt-get install chromium)"),
-    pytest.mark.skipif(importlib.util.find_spec("franky_sim") is None, reason="franky-sim is not installed (pip install rpent[sim])"),
-]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(420), NEEDS_CHROMIUM, NEEDS_FRANKY_SIM]
 
 
 @pytest.fixture
@@ -37,7 +28,7 @@ def franka_dashboard(tmp_path: Path) -> Iterator[DashboardProcess]:
 
 def run_task_from_form(page: Any, n: int) -> None:
     page.select_option("[data-testid=planner-select]", "replay")
-    page.select_option("[data-testid=recipe-select]", str(PICK))
+    page.select_option("[data-testid=recipe-select]", str(FRANKA_PICK))
     assert page.inner_text("[data-testid=run-preview]") == \
         "Will run: scene reset, then replay of robots/franka/recipes/pick_cube.jsonl."
     page.click("[data-testid=start-task]")
