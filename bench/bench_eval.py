@@ -22,22 +22,25 @@ import argparse
 import json
 import os
 import secrets
-import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "test" / "eval"))  # running_head: the tests' way to start and stop a head
 
 from rpent.eval.cluster import prepare_environment  # noqa: E402
 
 prepare_environment(loopback=True)
+
+from eval_helpers import free_port, running_head  # noqa: E402
 
 from rpent.eval.progress import Progress  # noqa: E402
 from rpent.eval.schedule import run_sweep  # noqa: E402
@@ -54,33 +57,16 @@ class Quiet(Progress):
         pass
 
 
-def start_head(temp_dir: Path) -> tuple[subprocess.Popen, str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+@contextmanager
+def ray_head(temp_dir: Path) -> Iterator[str]:
+    """A Ray head of the benchmark's own (token authentication, its temp dir), stopped after; its address."""
+    port = free_port()
     os.environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(32))
-    log = temp_dir / "head.log"
-    head = subprocess.Popen(
-        [str(Path(sys.executable).with_name("ray")), "start", "--head", "--node-ip-address=127.0.0.1",
-         f"--port={port}", "--num-cpus=2", "--include-dashboard=false", f"--temp-dir={temp_dir}",
-         "--disable-usage-stats", "--block"],
-        stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True,
-    )
-    deadline = time.monotonic() + 180
-    while "Ray runtime started" not in log.read_text():
-        if head.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit(f"ray head did not start:\n{log.read_text()}")
-        time.sleep(0.2)
-    return head, f"127.0.0.1:{port}"
-
-
-def stop_head(head: subprocess.Popen) -> None:
-    head.send_signal(signal.SIGTERM)
-    try:
-        head.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        os.killpg(head.pid, signal.SIGKILL)
-        head.wait(timeout=10)
+    argv = [str(Path(sys.executable).with_name("ray")), "start", "--head", "--node-ip-address=127.0.0.1",
+            f"--port={port}", "--num-cpus=2", "--include-dashboard=false", f"--temp-dir={temp_dir}",
+            "--disable-usage-stats", "--block"]
+    with running_head(argv, env=dict(os.environ), cwd=None, temp_dir=temp_dir, start_timeout_s=180):
+        yield f"127.0.0.1:{port}"
 
 
 def sweep_of(suite: str, task_id: int, init_states: list[int], concurrency: int):
@@ -147,8 +133,7 @@ def main() -> None:
     print(f"load average at start: {os.getloadavg()[0]:.1f} (2-core machine shared with other jobs); folders in {root}")
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PLUGINS), str(REPO), os.environ.get("PYTHONPATH")]))
     sys.path.insert(0, str(PLUGINS))  # the driver checks the planner before the sweep starts
-    head, address = start_head(root)
-    try:
+    with ray_head(root) as address:
         if args.franka_seeds:
             franka_speedup(args.franka_seeds, args.franka_rounds, args.sim_hosts, root, address, args.franka_video_fps)
         if args.skip_libero:
@@ -176,8 +161,6 @@ def main() -> None:
         print(f"per-episode overhead of the sweep over `rpent run`: {med(sweeps) - med(runs):+.1f} s wall; "
               f"outside the task: {med(s - t for s, t in zip(sweeps, sweep_inner, strict=True)):.1f} s (sweep) vs "
               f"{med(r - t for r, t in zip(runs, run_inner, strict=True)):.1f} s (run)")
-    finally:
-        stop_head(head)
 
 
 if __name__ == "__main__":

@@ -5,15 +5,12 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-import signal
-import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from eval_helpers import MADE_TEMP_DIRS, REPO, free_port, short_temp_dir
+from eval_helpers import MADE_TEMP_DIRS, REPO, free_port, running_head, short_temp_dir
 
 from rpent.eval.cluster import prepare_environment
 
@@ -56,32 +53,12 @@ def worker_env():
 
 @pytest.fixture(scope="module")
 def ray_head(worker_env):
-    """`ray start --head --node-ip-address=127.0.0.1` on a free port, in its own temp dir, stopped after.
-
-    The head runs with --block so it is our child: SIGTERM to it stops the processes it started (a
-    plain `ray stop` would stop every Ray on the machine).
-    """
+    """`ray start --head --node-ip-address=127.0.0.1` on a free port, in its own temp dir, stopped after
+    (eval_helpers.running_head)."""
     temp_dir = short_temp_dir("rh-")
     port = free_port()
-    log = (temp_dir / "head.log").open("w")
-    head = subprocess.Popen(
-        [RAY_BIN, "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}", "--num-cpus=2",
-         "--include-dashboard=false", f"--temp-dir={temp_dir}", "--disable-usage-stats", "--block"],
-        # From a folder of its own, as a lab's head is: workers start there, not in the checkout.
-        stdout=log, stderr=subprocess.STDOUT, cwd=temp_dir, start_new_session=True, env=dict(os.environ),
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while "Ray runtime started" not in (temp_dir / "head.log").read_text():
-            assert head.poll() is None, (temp_dir / "head.log").read_text()
-            assert time.monotonic() < deadline, "ray head did not start in 120 s"
-            time.sleep(0.2)
+    argv = [RAY_BIN, "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}", "--num-cpus=2",
+            "--include-dashboard=false", f"--temp-dir={temp_dir}", "--disable-usage-stats", "--block"]
+    # From a folder of its own, as a lab's head is: workers start there, not in the checkout.
+    with running_head(argv, env=dict(os.environ), cwd=temp_dir, temp_dir=temp_dir) as head:
         yield Head(f"127.0.0.1:{port}", head.pid, temp_dir)
-    finally:
-        head.send_signal(signal.SIGTERM)
-        try:
-            head.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(head.pid, signal.SIGKILL)  # the head's own session: only what it started
-            head.wait(timeout=10)
-        log.close()

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
+import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -54,3 +59,31 @@ def wait_until(predicate, timeout_s: float, what: str, interval_s: float = 0.2):
             return value
         assert time.monotonic() < deadline, f"timed out after {timeout_s} s waiting for {what}"
         time.sleep(interval_s)
+
+
+@contextmanager
+def running_head(argv: list[str], *, env: dict[str, str], cwd: Path | None, temp_dir: Path,
+                 start_timeout_s: float = 120) -> Iterator[subprocess.Popen]:
+    """A `ray start --head ... --block` (argv) logging to temp_dir/head.log, once it says it started; stopped after.
+
+    --block keeps the head our child, in a session of its own: SIGTERM to it stops what it started (a
+    plain `ray stop` would stop every Ray on the machine), SIGKILL to its session only what it started.
+Used by the eval tests and bench/bench_eval.py.
+    """
+    log_path = temp_dir / "head.log"
+    with log_path.open("w") as log:
+        head = subprocess.Popen(argv, env=env, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            deadline = time.monotonic() + start_timeout_s
+            while "Ray runtime started" not in log_path.read_text():
+                assert head.poll() is None, log_path.read_text()
+                assert time.monotonic() < deadline, f"ray head did not start in {start_timeout_s} s"
+                time.sleep(0.2)
+            yield head
+        finally:
+            head.send_signal(signal.SIGTERM)
+            try:
+                head.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(head.pid, signal.SIGKILL)
+                head.wait(timeout=10)

@@ -13,16 +13,14 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import socket
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from eval_helpers import REPO, free_port, short_temp_dir
+from eval_helpers import REPO, free_port, running_head, short_temp_dir
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -82,24 +80,8 @@ def docs_head(tmp_path_factory):
     argv = [str(BIN / "ray"), *head_argv[1:]]
     argv[argv.index("--port") + 1] = str(port)
     argv += ["--block", f"--temp-dir={temp_dir}", "--num-cpus=2", "--disable-usage-stats"]
-    log = (temp_dir / "head.log").open("w")
-    head = subprocess.Popen(argv, env=clean_env(home, **head_env), cwd=folder, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    try:
-        deadline = time.monotonic() + 120
-        while "Ray runtime started" not in (temp_dir / "head.log").read_text():
-            assert head.poll() is None, (temp_dir / "head.log").read_text()
-            assert time.monotonic() < deadline, "ray head did not start in 120 s"
-            time.sleep(0.2)
+    with running_head(argv, env=clean_env(home, **head_env), cwd=folder, temp_dir=temp_dir) as head:
         yield DocsHead(f"127.0.0.1:{port}", home, head.pid)
-    finally:
-        head.send_signal(signal.SIGTERM)
-        try:
-            head.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(head.pid, signal.SIGKILL)  # the head's own session: only what it started
-            head.wait(timeout=10)
-        log.close()
 
 
 def rpent_eval(head: DocsHead, cwd: Path, *flags: str, home: Path | None = None, timeout_s: float = 600,
