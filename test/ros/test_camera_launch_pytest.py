@@ -130,7 +130,10 @@ def test_sim_cameras_publish_depth_camera_info_and_their_frames_for_rviz(ros):
         assert depth.encoding == "32FC1" and (depth.width, depth.height) == (WIDTH, HEIGHT)
         assert depth.header.frame_id == info.header.frame_id == f"{camera}_optical_frame"
         metres = np.frombuffer(bytes(depth.data), np.float32).reshape(HEIGHT, WIDTH)
-        assert np.isfinite(metres).mean() > 0.9 and np.nanmin(metres) > 0.05  # the floor runs out to metres away
+        # Every camera looks down on the table and the floor (finite below the middle); past the far plane (the
+        # front camera's view above the horizon) there is no reading: NaN on the topic, as REP 118 has it.
+        finite = np.isfinite(metres)
+        assert finite[HEIGHT // 2:].all() and finite.mean() > 0.5 and np.nanmin(metres) > 0.05, (camera, finite.mean())
         # The simulator's exact pinhole: square pixels from its vertical field of view, centre (w-1)/2, (h-1)/2.
         exact = calibration_fields(fovy_intrinsics(FOVY[camera], WIDTH, HEIGHT), WIDTH, HEIGHT)
         for msg in (info, depth_info):

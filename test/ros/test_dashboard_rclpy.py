@@ -89,7 +89,7 @@ def test_abort_from_the_dashboard_stops_the_remote_motion_and_the_node_keeps_ser
     assert task["status"] == "aborted" and task["finish"]["operator_aborted"] is True
     assert world.stops == 1 and world.gripper_xyz != [0.1, 0.45, 0.1]
     row = next(row for row in task["timeline"] if row["tool"] == "move_to")
-    assert row["status"] == "error" and "cancel" in row["error"]
+    assert row["status"] == "cancelled" and "cancel" in row["error"]
     # The node closed that record and opened a fresh one: a direct call works and lands there.
     state = dashboard.remote.execute_tool("get_state", {})
     assert not state.is_error, state.error
