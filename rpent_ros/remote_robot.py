@@ -30,8 +30,11 @@ from rpent.dashboard.session import dashboard_of
 from rpent.msg import ToolEvent
 from rpent.robot import RobotSpec, RunConfig
 from rpent.robot.spec import RuntimeComponent
+from rpent.tools import ToolResult
+from rpent.tools.api import StageCallback
 from rpent_ros.image_msgs import image_msg_to_rgb
-from rpent_ros.toolkit_client import RemoteError, RosToolkit
+from rpent_ros.remote_call import RemoteCall
+from rpent_ros.toolkit_client import RemoteTool, RosToolkit, recipe_of
 
 CLOSED_KIND = "task_closed"
 
@@ -97,7 +100,9 @@ class ImageTopics:
 
 
 class RemoteTask:
-    """One task's toolkit: the node's tools (through RosToolkit) and the end of its record.
+    """One task's toolkit: the node's tools (through RosToolkit) and the end of its record. The ToolkitAPI of
+    the dashboard's tasks on a toolkit node: closing it closes the task's record on the node (~/close_task),
+    and its calls are refused from then on (the node's next record is not this task's).
 
     The toolkit node keeps the robot's memory, so nothing is published to memory from here.
     """
@@ -111,14 +116,39 @@ class RemoteTask:
         self._settle_s = settle_s
         self._closed: dict[str, str] | None = None
 
-    def __getattr__(self, name: str) -> Any:  # list_tools, submit, execute_tool, cancel..., finish_result, solved
-        return getattr(self._remote, name)
+    def list_tools(self, include_read_image: bool = True) -> list[RemoteTool]:
+        return self._remote.list_tools(include_read_image)
+
+    def get_tool(self, name: str) -> RemoteTool | None:
+        return self._remote.get_tool(name)
+
+    def submit(self, name: str, arguments: Any = None, *, on_stage: StageCallback | None = None) -> RemoteCall:
+        if self._closed is not None:
+            return self._remote.refused_call(name, f"{self._remote.namespace}: this task's record is closed; '{name}' "
+                                                   "was not sent", on_stage)
+        return self._remote.submit(name, arguments, on_stage=on_stage)
+
+    def execute_tool(self, name: str, arguments: Any = None) -> ToolResult:
+        return self.submit(name, arguments).result()
+
+    def cancel(self, call_id: int, reason: str = "cancelled") -> bool:
+        return self._remote.cancel(call_id, reason)
+
+    def cancel_active_and_wait(self, timeout: float | None = None, reason: str = "cancelled by operator") -> bool:
+        return self._remote.cancel_active_and_wait(timeout, reason)
+
+    def resume_calls(self) -> None:
+        self._remote.resume_calls()
+
+    @property
+    def finish_result(self) -> dict[str, Any] | None:
+        return self._remote.finish_result
+
+    def solved(self) -> bool | None:
+        return self._remote.solved()
 
     def write_recipe(self, recipe_tag: str) -> Path:
-        closed = self._close(recipe_tag)
-        if not closed["recipe"]:
-            raise RemoteError(f"the toolkit node wrote no recipe: {closed['error'] or 'unknown reason'}")
-        return Path(closed["recipe"])
+        return recipe_of(self._close(recipe_tag), self._remote.namespace)
 
     def close(self, timeout: float | None = None) -> Path | None:
         closed = self._close("")

@@ -1,5 +1,5 @@
-"""RosToolkit: the Toolkit API over a remote toolkit_node's actions, so planners and the MCP bridge
-run unchanged against a robot that lives in another process or on another machine.
+"""RosToolkit: the ToolkitAPI (rpent/tools/api.py) over a remote toolkit_node's actions, so planners and
+the MCP bridge run unchanged against a robot that lives in another process or on another machine.
 
 Arguments are checked here against each tool's published schema, as strictly as the node checks them
 (rpent_ros/tool_schema.py), so a refusal comes back before anything is sent. Every wait has a bound:
@@ -10,30 +10,30 @@ as it runs.
 
 from __future__ import annotations
 
+import itertools
 import json
+import logging
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from action_msgs.msg import GoalStatus
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 
 from rpent.action import CallTool
 from rpent.srv import CloseTask, GetStatus, ListTools, NewTask
 from rpent.tools import ToolArgumentError, ToolResult
+from rpent.tools.api import StageCallback
 from rpent_ros.action_client import ThreadSafeActionClient
-from rpent_ros.conversions import result_from_fields
-from rpent_ros.goal_qos import RESULT_GRACE_S, call_tool_client_qos
+from rpent_ros.goal_qos import call_tool_client_qos
+from rpent_ros.remote_call import RemoteCall, all_ended
 from rpent_ros.tool_schema import ArgumentChecker
 
-StageCallback = Callable[[str, str, "float | None"], Any]
+log = logging.getLogger(__name__)
 
 _WATCH_PERIOD_S = 0.25
-_GONE_AFTER_S = 1.0  # DDS graph updates lag a little; a node back within this is not "gone"
-_TERMINAL = (GoalStatus.STATUS_SUCCEEDED, GoalStatus.STATUS_CANCELED, GoalStatus.STATUS_ABORTED)
 
 
 class RemoteError(RuntimeError):
@@ -71,149 +71,32 @@ def _wait(future: Any, timeout: float | None, what: str) -> Any:
     return future.result()
 
 
-class RemoteCall:
-    """A handle like rpent.tools.ToolCall: result(), cancel(), done(), stage.
-
-    `status` is the goal's action_msgs/GoalStatus once it ended (None if no goal was sent: refused
-    here); `feedback` the last CallTool feedback (elapsed_s, arm poses).
-    """
-
-    def __init__(self, client: RosToolkit, name: str, on_stage: StageCallback | None) -> None:
-        self.name = name
-        self.stage = "sending"
-        self.status: int | None = None
-        self.feedback: Any = None
-        self._client = client
-        self._on_stage = on_stage
-        self._done = threading.Event()
-        self._result: ToolResult | None = None
-        self._goal_handle: Any = None
-        self._cancel_requested = False
-        self._sent_at = time.monotonic()
-        self._ended_seen_at: float | None = None  # when the status topic first said the goal ended
-        self._lock = threading.Lock()
-
-    def _send(self, arguments_json: str) -> None:
-        goal = CallTool.Goal(tool=self.name, arguments_json=arguments_json)
-        future = self._client._action.send_goal_async(goal, feedback_callback=self._feedback)
-        future.add_done_callback(self._goal_response)
-
-    def _set_stage(self, stage: str, message: str = "", progress: float | None = None) -> None:
-        self.stage = stage
-        if self._on_stage is not None:
-            self._on_stage(stage, message, progress)
-
-    def _feedback(self, feedback_msg: Any) -> None:
-        fb = feedback_msg.feedback
-        previous, self.feedback = self.feedback, fb
-        if fb.stage == "done":  # reported once the result is here
-            return
-        # Running calls repeat their feedback five times a second; listeners hear of changes only.
-        if previous is None or (fb.stage, fb.message, fb.progress) != (previous.stage, previous.message, previous.progress):
-            self._set_stage(fb.stage, fb.message, fb.progress if fb.progress >= 0 else None)
-
-    def _goal_response(self, future: Any) -> None:
-        handle = future.result()
-        with self._lock:
-            abandoned = self._done.is_set()  # gave up waiting for this answer
-            if handle.accepted and not abandoned:
-                self._goal_handle = handle
-            cancel = self._cancel_requested
-        if not handle.accepted:
-            self._finish(ToolResult(error=(
-                f"{self._client.namespace}: the goal for '{self.name}' was refused: the toolkit node holds as many"
-                " unfinished goals as its parameter max_goals allows")))
-            return
-        if abandoned or cancel:
-            handle.cancel_goal_async()  # nobody waits for it any more: it must not run on its own
-        if not abandoned:
-            handle.get_result_async().add_done_callback(self._got_result)
-
-    def _got_result(self, future: Any) -> None:
-        response = future.result()
-        if response.status not in _TERMINAL:  # STATUS_UNKNOWN
-            self._finish(ToolResult(error=(
-                f"{self._client.namespace}/call_tool: the toolkit node no longer knows the goal for '{self.name}'"
-                " (it restarted, or the result expired before it was asked for)")))
-            return
-        self.status = response.status
-        r = response.result
-        self._finish(result_from_fields(r.is_error, r.error, r.result_json, [(i.format, bytes(i.data)) for i in r.images]))
-
-    def _watch(self, now: float, server_gone_for: float) -> None:
-        """Called a few times a second while the call is open: give every wait its bound."""
-        with self._lock:
-            handle = self._goal_handle
-        ns, timeout = self._client.namespace, self._client.timeout_s
-        if handle is None:
-            if now - self._sent_at > timeout:
-                self._finish(ToolResult(error=(
-                    f"{ns}/call_tool: no answer to the goal for '{self.name}' within {timeout} s"
-                    " (is the toolkit node running?)")))
-        elif server_gone_for > _GONE_AFTER_S:
-            self._finish(ToolResult(error=f"{ns}/call_tool: the toolkit node went away during '{self.name}'"))
-        elif handle.status in _TERMINAL:
-            # The goal ended (says the status topic) but its result has not come: ask again after a grace
-            # (the node keeps a result RESULT_KEEP_S).
-            with self._lock:
-                if self._ended_seen_at is None:
-                    self._ended_seen_at = now
-                again = now - self._ended_seen_at > RESULT_GRACE_S
-                if again:
-                    self._ended_seen_at = now
-            if again:
-                handle.get_result_async().add_done_callback(self._got_result)
-
-    def _finish(self, result: ToolResult) -> None:
-        with self._lock:
-            if self._done.is_set():
-                return
-            self._result = result
-            self._done.set()
-        self._client._forget(self)
-        self._set_stage("done")
-
-    def done(self) -> bool:
-        return self._done.is_set()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Wait until the call has ended; False if it had not within `timeout` seconds."""
-        return self._done.wait(timeout)
-
-    def result(self, timeout: float | None = None) -> ToolResult:
-        if not self._done.wait(timeout):
-            raise TimeoutError(f"remote call {self.name} did not finish within {timeout} s")
-        assert self._result is not None
-        return self._result
-
-    def cancel(self, reason: str = "cancelled") -> bool:
-        with self._lock:
-            if self._done.is_set():
-                return False
-            self._cancel_requested = True
-            handle = self._goal_handle
-        if handle is not None:
-            handle.cancel_goal_async()
-        return True
-
-
 class RosToolkit:
-    """Implements list_tools, execute_tool, submit, cancel_active_and_wait, finish_result and solved()
-    against `<namespace>/call_tool`, `<namespace>/list_tools` and `<namespace>/status`.
+    """The ToolkitAPI against `<namespace>/call_tool`, `<namespace>/list_tools`, `<namespace>/status` and the
+    record services `<namespace>/new_task` and `<namespace>/close_task`.
 
+    A client among several of one node: cancel_active_and_wait cancels the calls this client sent (the
+    node goes on admitting others'), close() ends this client, not the node's record (close_task does).
     The given node must be spun by an executor in another thread.
     """
+
+    #: The toolkit node keeps the robot's memory.
+    memory = None
 
     def __init__(self, node: Node, namespace: str = "/toolkit", timeout_s: float = 30.0) -> None:
         self.node = node
         self.namespace = namespace.rstrip("/")
         self.timeout_s = timeout_s
+        #: The node's record for this client's task, once new_task named it (None before, and after close_task).
+        self.output_dir: Path | None = None
         self._action = ThreadSafeActionClient(node, CallTool, f"{self.namespace}/call_tool", **call_tool_client_qos())
         self._list = node.create_client(ListTools, f"{self.namespace}/list_tools")
         self._status = node.create_client(GetStatus, f"{self.namespace}/status")
         self._new_task = node.create_client(NewTask, f"{self.namespace}/new_task")
         self._close_task = node.create_client(CloseTask, f"{self.namespace}/close_task")
         self._active: set[RemoteCall] = set()
+        self._ids = itertools.count(1)
+        self._closed = False
         self._lock = threading.Lock()
         self._tools: list[RemoteTool] | None = None
         self._gone_since: float | None = None
@@ -235,15 +118,26 @@ class RosToolkit:
 
     def submit(self, name: str, arguments: Any = None, *, on_stage: StageCallback | None = None) -> RemoteCall:
         """Send the goal, or end the call at once with the refusal the node would give. Never raises."""
-        call = RemoteCall(self, name, on_stage)
         try:
             arguments_json = json.dumps(self._checked(name, arguments))
         except (RemoteError, ToolArgumentError) as exc:
-            call._finish(ToolResult(error=str(exc)))
-            return call
+            return self.refused_call(name, str(exc), on_stage)
+        call = RemoteCall(next(self._ids), name, on_stage, namespace=self.namespace, timeout_s=self.timeout_s,
+                          on_settled=self._forget)
         with self._lock:
-            self._active.add(call)
-        call._send(arguments_json)
+            closed = self._closed
+            if not closed:
+                self._active.add(call)
+        if closed:
+            call.settle(ToolResult(error=f"{self.namespace}: this client of the toolkit node is closed; '{name}' was not sent"))
+        else:
+            call.send(self._action, arguments_json)
+        return call
+
+    def refused_call(self, name: str, error: str, on_stage: StageCallback | None = None) -> RemoteCall:
+        """A call that ended before anything was sent, with `error`."""
+        call = RemoteCall(next(self._ids), name, on_stage, namespace=self.namespace, timeout_s=self.timeout_s)
+        call.settle(ToolResult(error=error))
         return call
 
     def _checked(self, name: str, arguments: Any) -> dict[str, Any]:
@@ -270,17 +164,42 @@ class RosToolkit:
             self._gone_since = now
         gone_for = 0.0 if self._gone_since is None else now - self._gone_since
         for call in calls:
-            call._watch(now, gone_for)
+            call.watch(now, gone_for)
 
     def execute_tool(self, name: str, arguments: Any = None) -> ToolResult:
         return self.submit(name, arguments).result()
 
-    def cancel_active_and_wait(self, timeout: float | None = None, reason: str = "cancelled") -> bool:
+    def cancel(self, call_id: int, reason: str = "cancelled") -> bool:
+        with self._lock:
+            call = next((c for c in self._active if c.id == call_id), None)
+        return call.cancel(reason) if call is not None else False
+
+    def cancel_active_and_wait(self, timeout: float | None = None, reason: str = "cancelled by operator") -> bool:
+        """Cancel the calls this client sent and wait for them to end (the node goes on admitting calls)."""
         with self._lock:
             calls = list(self._active)
         for call in calls:
             call.cancel(reason)
-        return all(call.wait(timeout) for call in calls)
+        return all_ended(calls, timeout)
+
+    def close(self, timeout: float | None = None) -> Path | None:
+        """Refuse this client's later calls and wait for the ones it sent. The node's record stays open (other
+        clients may share it; close_task ends it): there is no episode to return here."""
+        with self._lock:
+            self._closed = True
+            calls = list(self._active)
+        if not all_ended(calls, timeout):
+            log.warning("%s: calls still running when this client closed", self.namespace)
+        return None
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def write_recipe(self, recipe_tag: str) -> Path:
+        """Have the node write its current record's recipe, which also closes that record (~/close_task; the
+        node opens a fresh one). The recipe's path on the node's machine."""
+        return recipe_of(self.close_task(recipe_tag), self.namespace)
 
     def new_task(self, output_dir: str = "") -> str:
         """Ask the toolkit node for a fresh record (no finish result yet); returns its output directory."""
@@ -289,6 +208,7 @@ class RosToolkit:
         response = _wait(self._new_task.call_async(NewTask.Request(output_dir=output_dir)), 120, f"{self.namespace}/new_task")
         if not response.ok:
             raise RemoteError(f"{self.namespace}/new_task: {response.error}")
+        self.output_dir = Path(response.output_dir)
         return response.output_dir
 
     def close_task(self, recipe_tag: str = "") -> dict[str, str]:
@@ -302,6 +222,7 @@ class RosToolkit:
                          f"{self.namespace}/close_task")
         if not response.ok and not response.output_dir:
             raise RemoteError(f"{self.namespace}/close_task: {response.error}")
+        self.output_dir = None  # the node's next record is not this client's task
         return {"output_dir": response.output_dir, "episode": response.episode, "recipe": response.recipe,
                 "error": response.error}
 
@@ -319,3 +240,10 @@ class RosToolkit:
     def solved(self) -> bool | None:
         solved = self._status_payload().get("solved")
         return solved if isinstance(solved, bool) else None
+
+
+def recipe_of(closed: dict[str, str], namespace: str) -> Path:
+    """The recipe a close_task answer names; RemoteError saying why where the node wrote none."""
+    if not closed["recipe"]:
+        raise RemoteError(f"{namespace}: the toolkit node wrote no recipe: {closed['error'] or 'unknown reason'}")
+    return Path(closed["recipe"])

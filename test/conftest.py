@@ -12,6 +12,9 @@ if os.environ.get("ROS_DISTRO") == "humble":
 
 import pytest
 
+# The ToolkitAPI cases live in a helper module: their failures show the values compared, as a test's do.
+pytest.register_assert_rewrite("toolkit_conformance")
+
 
 @pytest.fixture(autouse=True)
 def _isolated_memory(tmp_path_factory, monkeypatch):
