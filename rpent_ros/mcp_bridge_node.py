@@ -52,7 +52,7 @@ class McpBridgeNode(Node):
 
     def server(self) -> Any:
         self.toolkit.wait_ready()
-        return build_mcp_server(self.toolkit, name="robot", include_read_image=self.read_image)  # type: ignore[arg-type]
+        return build_mcp_server(self.toolkit, name="robot", include_read_image=self.read_image)
 
     def shutdown(self) -> None:
         self.toolkit.cancel_active_and_wait(timeout=10, reason="mcp_bridge_node shutting down")

@@ -553,3 +553,50 @@ def test_call_unit_rule_fails_on_planted_reaches(tmp_path):
         "rpent_ros/goals.py:1: `from rpent.tools.scheduler import CallScheduler`: only rpent.tools imports "
         "rpent.tools.scheduler; elsewhere use rpent.tools.ToolCall and rpent.tools.api.ToolkitAPI",
     ]
+
+
+# -- callers type against the ToolkitAPI ---------------------------------------------------------
+
+#: The toolkit's callers: they get a Toolkit in process and a RosToolkit or RemoteTask over ROS, so they
+#: name the protocol (rpent.tools.api.ToolkitAPI), never the in-process class.
+TOOLKIT_CALLERS = ("rpent.planner", "rpent.mcp", "rpent.runner", "rpent.dashboard")
+IN_PROCESS_TOOLKIT = ("rpent.tools.toolkit", "rpent.tools.Toolkit")
+
+
+def toolkit_class_imports(root: Path, callers: tuple[str, ...] = TOOLKIT_CALLERS) -> list[str]:
+    """Each import of the in-process Toolkit (module level or lazy) in a module of `callers`."""
+    found = []
+    for package in callers:
+        base = root / package.replace(".", "/")
+        for path in sorted(base.rglob("*.py")) if base.is_dir() else []:
+            rel = str(path.relative_to(root))
+            importer = module_name(root, path)
+            for imp in imports_in(path.read_text(encoding="utf-8"), importer, path=rel,
+                                  is_package=path.name == "__init__.py"):
+                if any(imp.target == t or imp.target.startswith(t + ".") for t in IN_PROCESS_TOOLKIT):
+                    found.append(f"{imp.path}:{imp.line}: `{imp.source}`: {package} gets a Toolkit in process and "
+                                 "a RosToolkit over ROS; type against rpent.tools.api.ToolkitAPI")
+    return found
+
+
+def test_planners_mcp_runner_and_dashboard_type_against_the_toolkit_api():
+    found = toolkit_class_imports(ROOT)
+    if found:
+        pytest.fail("callers that name the in-process Toolkit:\n" + "\n".join(found), pytrace=False)
+
+
+@pytest.mark.parametrize("planted", [
+    "from rpent.tools.toolkit import Toolkit\n",
+    "from rpent.tools import ToolResult, Toolkit\n",
+    "import rpent.tools.toolkit\n",
+    "def run(toolkit):\n    from rpent.tools.toolkit import Toolkit\n    return isinstance(toolkit, Toolkit)\n",
+])
+def test_toolkit_api_rule_fails_on_a_planted_toolkit_import(tmp_path, planted):
+    files = {"rpent/__init__.py": "", "rpent/planner/__init__.py": "",
+             "rpent/planner/base.py": "from rpent.tools.api import ToolkitAPI\nfrom rpent.tools import ToolResult\n"}
+    assert toolkit_class_imports(_tree(tmp_path / "kept", files)) == []
+    root = _tree(tmp_path / "planted", {**files, "rpent/planner/replay.py": planted})
+    line = next(n for n, text in enumerate(planted.splitlines(), 1) if "import" in text)
+    assert toolkit_class_imports(root) == [
+        f"rpent/planner/replay.py:{line}: `{planted.splitlines()[line - 1].strip()}`: rpent.planner gets a Toolkit "
+        "in process and a RosToolkit over ROS; type against rpent.tools.api.ToolkitAPI"]

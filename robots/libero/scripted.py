@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from rpent.tools import Toolkit, ToolResult
+from rpent.tools import ToolResult
+from rpent.tools.api import ToolkitAPI
 
 APPROACH_ABOVE_M = 0.12
 CARRY_CLEARANCE_M = 0.08
@@ -42,7 +43,7 @@ def _anchor(target: str, names: list[str]) -> str | None:
     return max(owners, key=len) if owners else None
 
 
-def pick_and_place(toolkit: Toolkit) -> ScriptOutcome:
+def pick_and_place(toolkit: ToolkitAPI) -> ScriptOutcome:
     """Run the scripted sequence; returns the env's own verdict (`toolkit.solved()`)."""
     calls: list[tuple[str, bool]] = []
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from robots.libero.scripted import pick_and_place
 from rpent.planner.base import OperatorInput, PlannerResult, PlannerStatus, ScriptPlanner
-from rpent.tools import Toolkit
+from rpent.tools.api import ToolkitAPI
 
 
 class ScriptedPickPlacePlanner(ScriptPlanner):
@@ -22,7 +22,7 @@ class ScriptedPickPlacePlanner(ScriptPlanner):
     def __init__(self, **_model_options: Any) -> None:
         """Model options (--model, --max-wall-time, ...) mean nothing to a script and are ignored."""
 
-    def run(self, toolkit: Toolkit, max_turns: int, input_queue: queue.Queue[OperatorInput] | None) -> PlannerResult:
+    def run(self, toolkit: ToolkitAPI, max_turns: int, input_queue: queue.Queue[OperatorInput] | None) -> PlannerResult:
         outcome = pick_and_place(toolkit)
         transcript = [{"tool": name, "ok": ok} for name, ok in outcome.calls]
         finish = toolkit.finish_result

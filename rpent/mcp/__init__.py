@@ -1,5 +1,5 @@
-"""MCP for RPent: a Toolkit served as an MCP server (stdio, streamable HTTP), and RobotAgent,
-a model conversation that uses the tools of the MCP servers listed in `.mcp.json`.
+"""MCP for RPent: a toolkit (rpent.tools.api.ToolkitAPI) served as an MCP server (stdio, streamable HTTP),
+and RobotAgent, a model conversation that uses the tools of the MCP servers listed in `.mcp.json`.
 
 Names are imported lazily: serving a toolkit does not import the Anthropic SDK.
 """

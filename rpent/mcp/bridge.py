@@ -1,4 +1,5 @@
-"""A Toolkit published as an MCP server: its tools, schemas, results and cancellation.
+"""A toolkit (rpent.tools.api.ToolkitAPI: in process or over ROS) published as an MCP server: its tools,
+schemas, results and cancellation.
 
 Every call goes through the toolkit's own scheduler (`rpent.tools.async_call.execute_tool`), so
 MCP clients get the same ordering, validation and stop-on-cancel guarantees as in-process
@@ -22,8 +23,8 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 
 from rpent.tools import ToolResult
+from rpent.tools.api import ToolkitAPI
 from rpent.tools.async_call import execute_tool
-from rpent.tools.toolkit import Toolkit
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +66,7 @@ def result_to_mcp(result: ToolResult, *, images: bool = True) -> types.CallToolR
 class ToolkitBridge:
     """Holds the toolkit and answers tools/list and tools/call for an MCP `Server`."""
 
-    def __init__(self, toolkit: Toolkit, options: BridgeOptions) -> None:
+    def __init__(self, toolkit: ToolkitAPI, options: BridgeOptions) -> None:
         self.toolkit = toolkit
         self.options = options
 
@@ -149,7 +150,7 @@ async def _report_progress(ctx: ServerRequestContext[Any], stages: asyncio.Queue
 
 
 def build_mcp_server(
-    toolkit: Toolkit,
+    toolkit: ToolkitAPI,
     *,
     name: str = "rpent",
     include_read_image: bool = False,

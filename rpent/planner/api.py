@@ -40,8 +40,8 @@ from rpent.planner.base import (
     execute_tool,
 )
 from rpent.settings import DEFAULT_MODEL, api_key_from, chosen_model
+from rpent.tools.api import ToolkitAPI
 from rpent.tools.result import ToolResult
-from rpent.tools.toolkit import Toolkit
 
 __all__ = ["DEFAULT_MAX_RETRY_WAIT_S", "DEFAULT_MODEL", "ApiPlanner"]
 
@@ -140,7 +140,7 @@ class ApiPlanner(AsyncPlanner):
             default_headers=self.default_headers or None, **credentials,
         )
 
-    async def _solve(self, system_prompt: str, user_message: str, toolkit: Toolkit, max_turns: int,
+    async def _solve(self, system_prompt: str, user_message: str, toolkit: ToolkitAPI, max_turns: int,
                      input_queue: queue.Queue[OperatorInput] | None) -> PlannerResult:
         async with self._client() as client:
             run = _Run(self, client, toolkit, system_prompt, max_turns, input_queue)
@@ -155,7 +155,7 @@ class ApiPlanner(AsyncPlanner):
 class _Run:
     """The state of one solve() call: conversation, transcript, budget, operator inbox."""
 
-    def __init__(self, planner: ApiPlanner, client: anthropic.AsyncAnthropic, toolkit: Toolkit,
+    def __init__(self, planner: ApiPlanner, client: anthropic.AsyncAnthropic, toolkit: ToolkitAPI,
                  system_prompt: str, max_turns: int, input_queue: queue.Queue[OperatorInput] | None) -> None:
         self.p = planner
         self.client = client

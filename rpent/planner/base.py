@@ -27,7 +27,7 @@ from rpent.option_checks import check_positive as check_positive
 from rpent.tools.async_call import execute_tool as execute_tool
 
 if TYPE_CHECKING:
-    from rpent.tools.toolkit import Toolkit
+    from rpent.tools.api import ToolkitAPI
 
 log = logging.getLogger(__name__)
 
@@ -206,7 +206,7 @@ class Planner(ABC):
         *,
         system_prompt: str,
         user_message: str,
-        toolkit: Toolkit,
+        toolkit: ToolkitAPI,
         max_turns: int,
         input_queue: queue.Queue[OperatorInput] | None = None,
         dashboard_interaction: Any = None,
@@ -227,7 +227,7 @@ class AsyncPlanner(Planner):
         *,
         system_prompt: str,
         user_message: str,
-        toolkit: Toolkit,
+        toolkit: ToolkitAPI,
         max_turns: int,
         input_queue: queue.Queue[OperatorInput] | None = None,
         dashboard_interaction: Any = None,
@@ -241,7 +241,7 @@ class AsyncPlanner(Planner):
         self,
         system_prompt: str,
         user_message: str,
-        toolkit: Toolkit,
+        toolkit: ToolkitAPI,
         max_turns: int,
         input_queue: queue.Queue[OperatorInput] | None,
     ) -> PlannerResult: ...
@@ -256,7 +256,7 @@ class ScriptPlanner(Planner):
         *,
         system_prompt: str,
         user_message: str,
-        toolkit: Toolkit,
+        toolkit: ToolkitAPI,
         max_turns: int,
         input_queue: queue.Queue[OperatorInput] | None = None,
         dashboard_interaction: Any = None,
@@ -265,7 +265,7 @@ class ScriptPlanner(Planner):
         return self.run(toolkit, max_turns, input_queue)
 
     @abstractmethod
-    def run(self, toolkit: Toolkit, max_turns: int, input_queue: queue.Queue[OperatorInput] | None) -> PlannerResult:
+    def run(self, toolkit: ToolkitAPI, max_turns: int, input_queue: queue.Queue[OperatorInput] | None) -> PlannerResult:
         """Drive the toolkit through the script; at most `max_turns` tool calls."""
 
 

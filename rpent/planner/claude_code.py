@@ -21,7 +21,7 @@ from rpent.planner.base import AsyncPlanner, OperatorInput, PlannerResult, Plann
 from rpent.planner.cli_common import CliError, RunBridge, inside
 from rpent.planner.cli_run import MODEL_ENDED, CliRun
 from rpent.settings import api_key_from, chosen_model
-from rpent.tools.toolkit import Toolkit
+from rpent.tools.api import ToolkitAPI
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +109,7 @@ class ClaudeCodePlanner(AsyncPlanner):
         env.update(self.env)
         return env
 
-    async def _solve(self, system_prompt: str, user_message: str, toolkit: Toolkit, max_turns: int,
+    async def _solve(self, system_prompt: str, user_message: str, toolkit: ToolkitAPI, max_turns: int,
                      input_queue: queue.Queue[OperatorInput] | None) -> PlannerResult:
         run = _Run(self, toolkit, system_prompt, max_turns)
         self.transcript = run.transcript
@@ -123,7 +123,7 @@ class _Run(CliRun):
     label = "Claude Code"
     p: ClaudeCodePlanner
 
-    def __init__(self, planner: ClaudeCodePlanner, toolkit: Toolkit, system_prompt: str, max_turns: int) -> None:
+    def __init__(self, planner: ClaudeCodePlanner, toolkit: ToolkitAPI, system_prompt: str, max_turns: int) -> None:
         super().__init__(planner, toolkit, system_prompt, max_turns)
         self.usage_by_message: dict[str, TokenUsage] = {}
         self.session_id: str | None = None

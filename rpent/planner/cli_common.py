@@ -26,8 +26,8 @@ from mcp.server.lowlevel import Server
 
 from rpent.mcp import McpHttpServer
 from rpent.mcp.bridge import BridgeOptions, ToolkitBridge, result_to_mcp
+from rpent.tools.api import ToolkitAPI
 from rpent.tools.result import ToolResult
-from rpent.tools.toolkit import Toolkit
 
 NUDGE_TEXT = (
     "You ended your turn without calling the finish tool, so the task is still open. "
@@ -45,7 +45,7 @@ def operator_note(messages: list[str]) -> str:
     return "\n".join(f"Message from the operator: {text}" for text in messages)
 
 
-def read_roots(toolkit: Toolkit) -> list[Path]:
+def read_roots(toolkit: ToolkitAPI) -> list[Path]:
     """The run's output directory and memory directory: the only places the CLI may read files."""
     roots = []
     if toolkit.output_dir is not None:
@@ -100,7 +100,7 @@ class RunBridge:
 
     def __init__(
         self,
-        toolkit: Toolkit,
+        toolkit: ToolkitAPI,
         *,
         name: str,
         inline_images: bool,
@@ -158,7 +158,7 @@ class RunBridge:
 
 
 class _PlannerBridge(ToolkitBridge):
-    def __init__(self, toolkit: Toolkit, options: BridgeOptions, run: RunBridge) -> None:
+    def __init__(self, toolkit: ToolkitAPI, options: BridgeOptions, run: RunBridge) -> None:
         super().__init__(toolkit, options)
         self.run = run
 
@@ -205,7 +205,7 @@ class RunControl:
     calls, cancels the active one and waits until it has returned (the robot has stopped).
     """
 
-    def __init__(self, toolkit: Toolkit, max_wall_time_s: float | None) -> None:
+    def __init__(self, toolkit: ToolkitAPI, max_wall_time_s: float | None) -> None:
         self.toolkit = toolkit
         self.max_wall_time_s = max_wall_time_s
         self.started = time.monotonic()

@@ -17,7 +17,7 @@ from typing import Any
 
 from rpent.planner.base import OperatorInbox, OperatorInput, PlannerResult, PlannerStatus, TokenUsage
 from rpent.planner.cli_common import NUDGE_TEXT, RunBridge, RunControl, operator_note, read_roots
-from rpent.tools.toolkit import Toolkit
+from rpent.tools.api import ToolkitAPI
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +32,7 @@ class CliRun:
     turns: int
     usage: TokenUsage
 
-    def __init__(self, planner: Any, toolkit: Toolkit, system_prompt: str, max_turns: int) -> None:
+    def __init__(self, planner: Any, toolkit: ToolkitAPI, system_prompt: str, max_turns: int) -> None:
         self.p = planner
         self.toolkit = toolkit
         self.system_prompt = system_prompt

@@ -26,7 +26,7 @@ from rpent.planner.base import AsyncPlanner, OperatorInput, PlannerResult, Plann
 from rpent.planner.cli_common import RunBridge, find_executable, terminate_group
 from rpent.planner.cli_run import MODEL_ENDED, CliRun
 from rpent.settings import CODEX_DEFAULT_MODEL, api_key_from
-from rpent.tools.toolkit import Toolkit
+from rpent.tools.api import ToolkitAPI
 
 log = logging.getLogger(__name__)
 
@@ -150,7 +150,7 @@ class CodexPlanner(AsyncPlanner):
         ]
         return "\n".join(lines) + "\n"
 
-    async def _solve(self, system_prompt: str, user_message: str, toolkit: Toolkit, max_turns: int,
+    async def _solve(self, system_prompt: str, user_message: str, toolkit: ToolkitAPI, max_turns: int,
                      input_queue: queue.Queue[OperatorInput] | None) -> PlannerResult:
         run = _Run(self, toolkit, system_prompt, max_turns)
         self.transcript = run.transcript
@@ -168,7 +168,7 @@ class _Run(CliRun):
     label = "codex"
     p: CodexPlanner
 
-    def __init__(self, planner: CodexPlanner, toolkit: Toolkit, system_prompt: str, max_turns: int) -> None:
+    def __init__(self, planner: CodexPlanner, toolkit: ToolkitAPI, system_prompt: str, max_turns: int) -> None:
         super().__init__(planner, toolkit, system_prompt, max_turns)
         self.usage = TokenUsage()
         self.turns = 0

@@ -18,11 +18,13 @@ import json
 import logging
 import queue
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from rpent.planner.base import AbortRequest, OperatorInput, OperatorMessage, PlannerResult, PlannerStatus, ScriptPlanner
-from rpent.tools import Tool, ToolArgumentError, Toolkit, ToolResult
+from rpent.tools import ToolArgumentError, ToolResult
+from rpent.tools.api import ToolInfo, ToolkitAPI
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +77,7 @@ class ReplayPlanner(ScriptPlanner):
         self.continue_on_error = continue_on_error
         self.finish = finish
 
-    def check_tools(self, tools: list[Tool]) -> None:
+    def check_tools(self, tools: Sequence[ToolInfo]) -> None:
         """Check every step names a tool of this robot with valid arguments, before anything moves.
 
         `validate` is local both in process (Tool) and over ROS (RosToolkit's RemoteTool checks the
@@ -92,7 +94,7 @@ class ReplayPlanner(ScriptPlanner):
             except ToolArgumentError as exc:
                 raise RecipeError(f"{where}: {exc}") from None
 
-    def run(self, toolkit: Toolkit, max_turns: int, input_queue: queue.Queue[OperatorInput] | None) -> PlannerResult:
+    def run(self, toolkit: ToolkitAPI, max_turns: int, input_queue: queue.Queue[OperatorInput] | None) -> PlannerResult:
         self.check_tools(toolkit.list_tools())
         known = {t.name for t in toolkit.list_tools()}
         transcript: list[dict[str, Any]] = []
@@ -143,7 +145,7 @@ class ReplayPlanner(ScriptPlanner):
         reason: str,
         turns: int,
         transcript: list[dict[str, Any]],
-        toolkit: Toolkit,
+        toolkit: ToolkitAPI,
         error: str | None = None,
     ) -> PlannerResult:
         finish = dict(toolkit.finish_result) if toolkit.finish_result is not None else None

@@ -18,6 +18,7 @@ from rpent.planner.base import AbortRequest, OperatorInput, OperatorMessage, Pla
 from rpent.record.run_record import RunRecord
 from rpent.robot import RobotSpec, RunConfig
 from rpent.runner.publish import publish_to_memory, qualifies_for_memory, run_id_for
+from rpent.tools.api import ToolkitAPI
 from rpent.tools.finish import OPERATOR_KEY, OperatorRecord
 
 log = logging.getLogger("rpent.run")
@@ -56,7 +57,8 @@ class TaskRun:
         self.record = record
         self.run_id = run_id
         self.inputs: queue.Queue[OperatorInput] = queue.Queue()
-        self.toolkit: Any = None
+        #: The robot module's get_toolkit gives it: a Toolkit here, or a RemoteTask on a toolkit node (dashboard_node).
+        self.toolkit: ToolkitAPI | None = None
         self.summary: dict[str, Any] | None = None
         self.aborted: str | None = None
         #: The operator's abort and notes; the toolkit's finish tool reports them (rpent.tools.finish).
@@ -156,7 +158,7 @@ class TaskRun:
         return summary
 
     @staticmethod
-    def _verdict(toolkit: Any) -> tuple[bool | None, dict[str, Any] | None, dict[str, Any] | None]:
+    def _verdict(toolkit: ToolkitAPI | None) -> tuple[bool | None, dict[str, Any] | None, dict[str, Any] | None]:
         """The toolkit's own view of the outcome: solved(), the scene's ground truth, the finish result."""
         if toolkit is None:
             return None, None, None
@@ -228,7 +230,7 @@ def disagreement_of(finish_status: str | None, solved: bool | None) -> str | Non
             f"disagree; check the scene")
 
 
-def approval_summary(toolkit: Any) -> dict[str, Any] | None:
+def approval_summary(toolkit: ToolkitAPI | None) -> dict[str, Any] | None:
     """result.json's `approvals`: how many motions asked the operator, the answers, who gave them and
     how long they waited (each one is on its call's line in steps.jsonl); None when none was asked."""
     approvals = getattr(toolkit, "approvals", None)  # toolkits reached over ROS do not offer it

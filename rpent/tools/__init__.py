@@ -1,5 +1,7 @@
-"""The tool contract: `@tool` functions, their context and results, and the Toolkit that runs them."""
+"""The tool contract: `@tool` functions, their context and results, the Toolkit that runs them, and the
+ToolkitAPI every toolkit (in process or over ROS) offers its callers."""
 
+from rpent.tools.api import CallHandle, ToolInfo, ToolkitAPI
 from rpent.tools.call import ToolCall
 from rpent.tools.context import ToolCancelled, ToolContext
 from rpent.tools.result import FINISH_MARKER, ToolResult, finish_payload
@@ -8,6 +10,7 @@ from rpent.tools.toolkit import Command, Toolkit
 
 __all__ = [
     "FINISH_MARKER",
+    "CallHandle",
     "Command",
     "Tool",
     "ToolArgumentError",
@@ -15,8 +18,10 @@ __all__ = [
     "ToolCancelled",
     "ToolContext",
     "ToolDefinitionError",
+    "ToolInfo",
     "ToolResult",
     "Toolkit",
+    "ToolkitAPI",
     "finish_payload",
     "readonly",
     "tool",

@@ -11,15 +11,14 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from rpent.tools import ToolResult
-    from rpent.tools.call import StageCallback
-    from rpent.tools.toolkit import Toolkit
+    from rpent.tools.api import StageCallback, ToolkitAPI
+    from rpent.tools.result import ToolResult
 
 log = logging.getLogger(__name__)
 
 
 async def execute_tool(
-    toolkit: Toolkit,
+    toolkit: ToolkitAPI,
     name: str,
     arguments: dict[str, Any] | str | None,
     *,
