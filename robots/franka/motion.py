@@ -28,7 +28,7 @@ from robots.franka.arm_clearance import check_arm_clearance
 from robots.franka.franky_arm import FrankyArm
 from robots.franka.franky_gripper import FrankyGripper
 from robots.franka.runtime import FrankaRuntime
-from rpent.runtime.arm import RuntimeFault
+from rpent.runtime.arm import RuntimeFault, stop_quietly
 from rpent.runtime.types import MotionOutcome, Pose, quat_from_rpy
 from rpent.tools import ToolContext
 
@@ -158,14 +158,14 @@ def execute(ctx: ToolContext[FrankaRuntime], plans: Sequence[PlannedMotion]) -> 
             plan.launch()
             started.append(plan)
             # Hooked after launch: if the call is already cancelled the hook runs now and stops it.
-            unhooks.append(ctx.on_cancel(plan.arm.stop_quietly))
+            unhooks.append(ctx.on_cancel(lambda arm=plan.arm: stop_quietly(arm)))
         ctx.report("moving", "; ".join(p.description for p in plans))
         with filming(ctx):
             for plan in started:
                 outcomes.append(plan.arm.wait(timeout_s=MOTION_TIMEOUT_S))
     except BaseException:
         for plan in started:
-            plan.arm.stop_quietly()  # one arm failed: the other must not keep going on its own
+            stop_quietly(plan.arm)  # one arm failed: the other must not keep going on its own
         raise
     finally:
         for unhook in unhooks:
@@ -224,8 +224,7 @@ def run_gripper(
     """Check, approve, run a gripper command with stop-on-cancel; the gripper's state after it."""
     check()
     approve(ctx, [arm], description)
-    # The gripper's stop only sends (confirm_stopped waits); a failure is logged by the cancel hook.
-    unhook = ctx.on_cancel(gripper.stop)
+    unhook = ctx.on_cancel(lambda: stop_quietly(gripper))
     try:
         with filming(ctx):
             outcome = command()

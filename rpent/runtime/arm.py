@@ -13,11 +13,14 @@ before anything is sent to the robot.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
 from rpent.runtime.types import ArmState, GripperState, MotionOutcome, Pose
+
+log = logging.getLogger(__name__)
 
 
 class RuntimeFault(RuntimeError):
@@ -106,6 +109,15 @@ class Gripper(Protocol):
 #: `ToolContext.on_cancel`: runs a callback the moment the call is cancelled (at once if it already
 #: was) and returns a function that unregisters it.
 OnCancel = Callable[[Callable[[], object]], Callable[[], None]]
+
+
+def stop_quietly(device: Arm | Gripper) -> None:
+    """`device.stop()` for cancel and clean-up paths, which must go on to stop everything else: a failure
+    is logged, not raised. Any arm or gripper: in this process, or served by another (a RuntimeProxy)."""
+    try:
+        device.stop()
+    except Exception as exc:
+        log.warning("%s: stop failed: %s", getattr(device, "name", device), exc)
 
 
 @runtime_checkable
