@@ -11,33 +11,27 @@ import sys
 import threading
 from pathlib import Path
 
+from output_lines import OutputLines
+
 RPENT = Path(sys.executable).with_name("rpent")
 URL = re.compile(r"rpent dashboard: (http://\S+)")
 
 
-class DashboardProcess:
+class DashboardProcess(OutputLines):
     def __init__(self, cwd: Path, *flags: str) -> None:
         env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")}
         env.update(MUJOCO_GL=env.get("MUJOCO_GL", "egl"), RPENT_MEMORY_DIR=str(cwd / "memory"), PYTHONUNBUFFERED="1")
-        self.process = subprocess.Popen([str(RPENT), *flags], cwd=cwd, env=env, stdout=subprocess.PIPE,
-                                        stderr=subprocess.STDOUT, text=True, bufsize=1)
-        self.lines: list[str] = []
-        self._new_line = threading.Condition()
         self.url: str | None = None
         self._url_known = threading.Event()
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
+        super().__init__([str(RPENT), *flags], cwd=cwd, env=env, bufsize=1, start_new_session=False)
 
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            with self._new_line:
-                self.lines.append(line)
-                self._new_line.notify_all()
-            match = URL.search(line)
-            if match:
-                self.url = match[1]
-                self._url_known.set()
+    def line_read(self, line: str) -> None:
+        match = URL.search(line)
+        if match:
+            self.url = match[1]
+            self._url_known.set()
+
+    def ended(self) -> None:
         self._url_known.set()  # the process ended: stop waiting
 
     def wait_url(self, timeout_s: float) -> str:
@@ -47,21 +41,16 @@ class DashboardProcess:
 
     def wait_output(self, text: str, timeout_s: float = 10.0) -> bool:
         """True once `text` appears in what the process printed (it reaches the pipe a moment later)."""
-        with self._new_line:
-            return self._new_line.wait_for(lambda: text in "".join(self.lines), timeout_s)
-
-    @property
-    def output(self) -> str:
-        return "".join(self.lines)
+        return self.wait_for_text(text, timeout_s)
 
     def interrupt(self, timeout_s: float = 60.0) -> int:
         """Ctrl-C, then the exit code once the process ended (killed if it does not end in time)."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
             try:
-                self.process.wait(timeout_s)
+                self.proc.wait(timeout_s)
             except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(10)
-        self._reader.join(10)
-        return self.process.returncode
+                self.proc.kill()
+                self.proc.wait(10)
+        self.reader.join(10)
+        return self.proc.returncode

@@ -14,7 +14,6 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -23,6 +22,7 @@ rclpy = pytest.importorskip("rclpy", reason="rclpy not importable: ROS 2 is not 
 pytest.importorskip("rpent.action", reason="rpent interfaces not generated: colcon build this package and source it")
 pytest.importorskip("franky_sim", reason="franky-sim is not installed (pip install rpent[sim])")
 
+from output_lines import OutputLines  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from sensor_msgs.msg import Image  # noqa: E402
@@ -38,39 +38,20 @@ pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(240)]
 BAD = ("RCLError", "Traceback", "context is not valid", "context is invalid")
 
 
-class NodeProcess:
+class NodeProcess(OutputLines):
     """`python -c <code> --ros-args ...` in its own session; collects its output lines."""
 
     def __init__(self, code: str, *ros_args: str, cwd: Path) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", code, "--ros-args", *ros_args], cwd=cwd, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, text=True, start_new_session=True,
-        )
-        self.lines: list[str] = []
-        self.changed = threading.Condition()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        for line in self.proc.stdout:
-            with self.changed:
-                self.lines.append(line)
-                self.changed.notify_all()
+        super().__init__([sys.executable, "-c", code, "--ros-args", *ros_args], cwd=cwd)
 
     def wait_for(self, text: str, timeout_s: float = 60.0) -> None:
-        with self.changed:
-            assert self.changed.wait_for(lambda: any(text in line for line in self.lines) or self.proc.poll() is not None,
-                                         timeout_s), f"no {text!r} within {timeout_s} s:\n{self.output}"
+        assert self.wait_for_text(text, timeout_s), f"no {text!r} within {timeout_s} s:\n{self.output}"
         assert self.proc.poll() is None, f"the node exited before {text!r}:\n{self.output}"
 
     def interrupt(self, timeout_s: float = 30.0) -> int:
         """SIGINT as Ctrl-C sends it (to the process group); the exit code."""
         os.killpg(self.proc.pid, signal.SIGINT)
         return self.proc.wait(timeout_s)
-
-    @property
-    def output(self) -> str:
-        with self.changed:
-            return "".join(self.lines)
 
     def kill(self) -> None:
         if self.proc.poll() is None:

@@ -24,6 +24,7 @@ rclpy = pytest.importorskip("rclpy", reason="rclpy not importable: ROS 2 is not 
 pytest.importorskip("rpent.action", reason="rpent interfaces not generated: colcon build this package and source it")
 
 from action_msgs.msg import GoalStatus, GoalStatusArray  # noqa: E402
+from output_lines import OutputLines  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.node import Node  # noqa: E402
@@ -137,35 +138,16 @@ def test_every_feedback_of_a_running_goal_sees_executing_and_a_queued_one_accept
         client.close()
 
 
-class StockSendGoal:
+class StockSendGoal(OutputLines):
     """`ros2 action send_goal ... --feedback` as a subprocess with SIGINT at its default disposition."""
 
     def __init__(self, action: str, tool: str, arguments: dict, cwd: Path, env: dict | None = None) -> None:
         goal = f"{{tool: {tool}, arguments_json: '{json.dumps(arguments)}'}}"
-        self.proc = subprocess.Popen(
-            ["ros2", "action", "send_goal", action, "rpent/action/CallTool", goal, "--feedback"],
-            cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
-            env={**(env or os.environ), "PYTHONUNBUFFERED": "1"},  # lines as a terminal shows them
-        )
-        self.lines: list[str] = []
-        self.changed = threading.Condition()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        for line in self.proc.stdout:
-            with self.changed:
-                self.lines.append(line)
-                self.changed.notify_all()
-
-    @property
-    def output(self) -> str:
-        with self.changed:
-            return "".join(self.lines)
+        super().__init__(["ros2", "action", "send_goal", action, "rpent/action/CallTool", goal, "--feedback"], cwd=cwd,
+                         env={**(env or os.environ), "PYTHONUNBUFFERED": "1"})  # lines as a terminal shows them
 
     def wait_for(self, text: str, timeout_s: float) -> None:
-        with self.changed:
-            found = self.changed.wait_for(lambda: text in "".join(self.lines) or self.proc.poll() is not None, timeout_s)
-        assert found and text in self.output, f"no {text!r} within {timeout_s} s:\n{self.output}"
+        assert self.wait_for_text(text, timeout_s), f"no {text!r} within {timeout_s} s:\n{self.output}"
 
     def ctrl_c(self, timeout_s: float = 30) -> int:
         os.kill(self.proc.pid, signal.SIGINT)
