@@ -14,7 +14,7 @@ from robots.franka import kinematics
 from robots.franka.camera_mount import CameraMount
 from robots.franka.realsense import RealSenseCamera, choose_serial, opencv_distortion
 from rpent.runtime.arm import RuntimeFault
-from rpent.runtime.camera import Intrinsics
+from rpent.runtime.camera import CameraFrame, Intrinsics
 
 from .realsense_recording import BOX_X_M, BOX_Y_M, BOX_Z_M, RED, WALL_Z_M, Lens, Recording, record
 
@@ -38,12 +38,16 @@ def _interior(mask: np.ndarray, margin: int = 2) -> np.ndarray:
     return inner
 
 
-def test_depth_is_aligned_to_the_colour_pixels_in_metres(recording: Recording) -> None:
-    camera = RealSenseCamera("front", recording=recording.path)
+def _one_frame(camera: RealSenseCamera) -> tuple[RealSenseCamera, CameraFrame]:
+    """The camera and the one frame it captured before it was closed."""
     try:
-        frame = camera.capture_frame()
+        return camera, camera.capture_frame()
     finally:
         camera.close()
+
+
+def test_depth_is_aligned_to_the_colour_pixels_in_metres(recording: Recording) -> None:
+    camera, frame = _one_frame(RealSenseCamera("front", recording=recording.path))
     assert frame.rgb.shape == (recording.colour.height, recording.colour.width, 3)
     assert frame.depth_m is not None and frame.depth_m.shape == frame.rgb.shape[:2]
     assert frame.depth_m.dtype == np.float32
@@ -59,11 +63,7 @@ def test_depth_is_aligned_to_the_colour_pixels_in_metres(recording: Recording) -
 
 
 def test_intrinsics_are_the_colour_streams_and_back_project_the_box_where_it_is(recording: Recording) -> None:
-    camera = RealSenseCamera("front", recording=recording.path)
-    try:
-        frame = camera.capture_frame()
-    finally:
-        camera.close()
+    camera, frame = _one_frame(RealSenseCamera("front", recording=recording.path))
     c = recording.colour
     assert (camera.width, camera.height) == (c.width, c.height)
     k = frame.intrinsics
@@ -92,11 +92,7 @@ def test_brown_conrady_coefficients_are_reported_in_opencv_order(rs, tmp_path: P
 
 def test_a_lens_model_opencv_cannot_express_gives_pictures_but_no_intrinsics(rs, tmp_path: Path) -> None:
     lens = Lens(160, 120, 140.0, 141.0, 80.2, 59.7, "inverse_brown_conrady", (0.1, 0.02, 0.0, 0.0, 0.0))
-    camera = RealSenseCamera("front", recording=record(tmp_path / "inverse.db3", colour=lens).path)
-    try:
-        frame = camera.capture_frame()
-    finally:
-        camera.close()
+    _, frame = _one_frame(RealSenseCamera("front", recording=record(tmp_path / "inverse.db3", colour=lens).path))
     assert frame.intrinsics is None and frame.depth_m is not None and not frame.can_back_project
 
 
