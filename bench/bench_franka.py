@@ -18,6 +18,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from timing import timed_calls  # bench/timing.py: this script's folder is on sys.path
+
 os.environ.setdefault("MUJOCO_GL", "egl")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -74,12 +76,7 @@ def wait_settled(arm: FrankyArm, runtime: FrankaRuntime, since: float, since_sim
 
 def time_calls(fn: Callable[[], object], n: int) -> list[float]:
     fn()  # warm-up (first render creates GL buffers)
-    out = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t0)
-    return out
+    return timed_calls(fn, n)
 
 
 def bench_tools(kit: FrankaToolkit, runtime: FrankaRuntime, calls: int) -> None:

@@ -37,17 +37,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from timing import timed_calls  # bench/timing.py: this script's folder is on sys.path
+
 BARE = "/bench_bare"
 SLOW_MOVES = ({"x_m": 0.5, "y_m": 0.2}, {"x_m": 0.1, "y_m": 0.2})  # 0.4 m apart: 8 s at the toy's 0.05 m/s
-
-
-def _timed(fn: Any, n: int) -> list[float]:
-    times = []
-    for _ in range(n):
-        started = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - started)
-    return times
 
 
 def _interleaved(fns: dict[str, Any], n: int, block: int = 20) -> dict[str, list[float]]:
@@ -55,7 +48,7 @@ def _interleaved(fns: dict[str, Any], n: int, block: int = 20) -> dict[str, list
     times: dict[str, list[float]] = {name: [] for name in fns}
     while any(len(t) < n for t in times.values()):
         for name, fn in fns.items():
-            times[name] += _timed(fn, min(block, n - len(times[name])))
+            times[name] += timed_calls(fn, min(block, n - len(times[name])))
     return times
 
 
@@ -147,7 +140,7 @@ def _toolkit_client_process(args: argparse.Namespace) -> int:
         toolkit.wait_ready(60)
         for _ in range(10):
             toolkit.execute_tool("get_state", {})
-        figures = {"toolkit": _timed(lambda: toolkit.execute_tool("get_state", {}), args.calls),
+        figures = {"toolkit": timed_calls(lambda: toolkit.execute_tool("get_state", {}), args.calls),
                    "toolkit_cancel": _cancel_latencies(toolkit, args.cancels)}
     Path(args.client_report).write_text(json.dumps(figures))
     return 0
@@ -283,7 +276,7 @@ def main() -> int:
         try:
             for _ in range(10):
                 node.toolkit.execute_tool("get_state", {})
-            direct = _timed(lambda: node.toolkit.execute_tool("get_state", {}), args.calls)
+            direct = timed_calls(lambda: node.toolkit.execute_tool("get_state", {}), args.calls)
             in_process = _measure(client_node, args.calls, args.cancels)
             cross = None
             if not args.in_process_only:
