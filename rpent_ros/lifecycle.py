@@ -12,10 +12,11 @@ waiting for a server that is not there.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +52,7 @@ class ManagedRuntime:
         self.commands = commands | gated | {"stop"}  # recorded as "last command"
         self.lifecycle_state = UNCONFIGURED
         self.target: Any = None
+        self.functions: dict[str, Callable[..., Any]] = {}
         self.failures = 0
         self.last_error = ""
         self.last_command: Command | None = None
@@ -58,9 +60,11 @@ class ManagedRuntime:
         self._running: set[threading.Event] = set()
 
     # --- lifecycle ------------------------------------------------------------------------------
-    def attach(self, target: Any) -> None:
+    def attach(self, target: Any, functions: Mapping[str, Callable[..., Any]] | None = None) -> None:
+        """Serve `target`'s methods, and `functions` (name: function(target, ...)) beside them."""
         with self._lock:
             self.target, self.lifecycle_state = target, INACTIVE
+            self.functions = dict(functions or {})
 
     def activate(self) -> None:
         with self._lock:
@@ -119,7 +123,8 @@ class ManagedRuntime:
                 self._refuse(method, f"(nothing connected; `ros2 lifecycle set {self.node_name} configure`)")
             if gated and self.lifecycle_state != ACTIVE:
                 self._refuse(method, f"and acts only while active (`ros2 lifecycle set {self.node_name} activate`)")
-            function = getattr(self.target, method)
+            function = (functools.partial(self.functions[method], self.target) if method in self.functions
+                        else getattr(self.target, method))
             takes_cancel = "cancel" in inspect.signature(function).parameters
             if gated and not takes_cancel:
                 return self._recorded(method, lambda: function(*args, **kwargs))

@@ -71,6 +71,10 @@ class ManagedRuntimeNode(LifecycleNode):
     def start_telemetry(self, target: Any) -> None:
         """Timers publishing `target`'s telemetry (`self.every`); they end with cleanup."""
 
+    def served_functions(self) -> dict[str, Callable[..., Any]]:
+        """Functions served beside the runtime's methods, each called as function(runtime, ...)."""
+        return {}
+
     def every(self, rate_hz: float, callback: Callable[[], None], *, active_only: bool = False) -> None:
         """Call `callback` at `rate_hz` while configured (`active_only`: while active); failures are logged."""
 
@@ -98,7 +102,7 @@ class ManagedRuntimeNode(LifecycleNode):
                 self.get_logger().error(f"configure: {self.managed.label} not connected: {self.diagnostics.connect_error}")
                 return FAILURE
             self.diagnostics.connect_error = ""
-            self.managed.attach(target)
+            self.managed.attach(target, self.served_functions())
             try:
                 self.start_telemetry(target)
             except Exception as exc:

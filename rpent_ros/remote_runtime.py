@@ -29,16 +29,10 @@ class CameraProxy(RuntimeProxy):
         return self.call("capture_frame")
 
 
-class PolicyProxy(RuntimeProxy):
-    """A policy run in its node (vla_client_node); its frames for the episode video stay there."""
-
-    def run(self, *args: Any, cancel: Any = None, on_frame: Any = None, **kwargs: Any) -> Any:
-        return self.call("run", *args, cancel=cancel, **kwargs)
-
-
-#: The proxy class per runtime Protocol a part may declare.
+#: The proxy class per runtime Protocol a part may declare. A policy's run (vla_client_node) takes the
+#: run's cancel event and its frames for the episode video across as RuntimeProxy does for any call.
 PROXIES: dict[str, type[RuntimeProxy]] = {"arm": RuntimeProxy, "gripper": RuntimeProxy, "camera": CameraProxy,
-                                          "policy": PolicyProxy}
+                                          "policy": RuntimeProxy}
 
 
 def declared_parts(spec: RobotSpec, args: argparse.Namespace, *, cameras_node: str = "") -> list[RuntimeNodeComponent]:

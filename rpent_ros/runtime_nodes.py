@@ -190,6 +190,11 @@ class FrankaArmNode(ManagedRuntimeNode):
     def start_telemetry(self, arm: Any) -> None:
         self.every(self.params["publish_rate_hz"], lambda: self.telemetry.publish(arm.state()))
 
+    def served_functions(self) -> dict[str, Callable[..., Any]]:
+        from robots.franka import joint_steps
+
+        return {"run_joint_steps": joint_steps.run}
+
 
 class FrankaGripperNode(ManagedRuntimeNode):
     """The Franka Hand of one arm, managed like the arm node."""
@@ -343,7 +348,8 @@ class FrankaSimNode(RuntimeNode):
         if len(p["hosts"]) < arms:
             raise ConfigError(f"parameter hosts: {arms} arms need {arms} addresses, got {p['hosts']}")
         scene = sim_scene(arm_names, p["safety_file"], p["sim_seed"], p["camera_width"] / p["camera_height"])
-        self.sim = FrankaSim(scene, hostnames=p["hosts"][:arms]).start()
+        # Served (arms reachable) only once its cameras exist: see FrankaSim.build.
+        self.sim = FrankaSim(scene, hostnames=p["hosts"][:arms]).build()
         published = []
         for name in [c.name for c in scene.cameras] + [c.name for c in scene.wrist_cameras]:
             camera = MujocoCamera(self.sim, name, p["camera_width"], p["camera_height"], arm_names=arm_names)
@@ -357,13 +363,15 @@ class FrankaSimNode(RuntimeNode):
             self.owned.append(record)
             self.every(10.0, partial(_record_joints, record, self.sim, arm_names))
         self.owned.append(self.sim)  # closed after its cameras
+        self.sim.serve()
         seed = "fixed scene" if p["sim_seed"] is None else f"random scene of seed {p['sim_seed']}"
         self.get_logger().info(f"franky-sim running ({seed}): arms at {', '.join(self.sim.hosts)}")
 
 
 def _record_joints(record: Any, sim: Any, arm_names: list[str]) -> None:
     arms = {name: [round(float(q), 6) for q in sim.arm_joints(i)] for i, name in enumerate(arm_names)}
-    record.write(json.dumps({"t": round(time.time(), 3), "arms": arms}) + "\n")
+    # sim_s beside the wall clock: how fast the simulation runs (below real time, franky's motions lag the wall clock).
+    record.write(json.dumps({"t": round(time.time(), 3), "sim_s": round(sim.time_s, 4), "arms": arms}) + "\n")
     record.flush()
 
 

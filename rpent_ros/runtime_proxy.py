@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from rclpy.node import Node
@@ -12,6 +13,7 @@ from rclpy.node import Node
 from rpent.action import RuntimeCall
 from rpent.runtime.arm import RuntimeFault
 from rpent_ros.action_client import ThreadSafeActionClient
+from rpent_ros.image_msgs import image_msg_to_rgb
 from rpent_ros.runtime_codec import decode_result, encode_call
 
 _LIVENESS_PERIOD_S = 0.2
@@ -26,7 +28,8 @@ class RuntimeProxy:
     """Calls `<node>/<name>/call`; method calls block until the remote call ends.
 
     A `cancel=` threading.Event argument is not sent: setting it cancels the remote goal, which
-    stops the remote runtime at once.
+    stops the remote runtime at once. Nor is an `on_frame=` callable: it gets each picture the
+    remote call sends as feedback (RuntimeServer).
     """
 
     def __init__(self, node: Node, action_name: str, name: str | None = None, timeout_s: float = 120.0) -> None:
@@ -43,7 +46,8 @@ class RuntimeProxy:
         if not self._client.wait_for_server(timeout_sec=timeout_s):
             raise RemoteRuntimeError(f"runtime node action {self.action_name} did not appear within {timeout_s} s")
 
-    def call(self, method: str, *args: Any, cancel: threading.Event | None = None, **kwargs: Any) -> Any:
+    def call(self, method: str, *args: Any, cancel: threading.Event | None = None,
+             on_frame: Callable[[Any], None] | None = None, **kwargs: Any) -> Any:
         if self._gone and not self._client.server_is_ready():  # fail at once, e.g. stop() during shutdown
             raise RemoteRuntimeError(f"{self.action_name}: the runtime node is gone ({method} not sent)")
         done = threading.Event()
@@ -62,8 +66,16 @@ class RuntimeProxy:
             box["handle"] = handle
             handle.get_result_async().add_done_callback(on_result)
 
+        feedback = None
+        if on_frame is not None:
+            kwargs["on_frame"] = True
+
+            def feedback(message: Any) -> None:
+                for image in message.feedback.images:
+                    on_frame(image_msg_to_rgb(image))
+
         goal = RuntimeCall.Goal(method=method, args_json=encode_call(args, kwargs))
-        self._client.send_goal_async(goal).add_done_callback(on_goal)
+        self._client.send_goal_async(goal, feedback_callback=feedback).add_done_callback(on_goal)
         started = time.monotonic()
         next_check, gone_since = started + _LIVENESS_PERIOD_S, None
         while not done.wait(0.005 if cancel is not None else 0.05):

@@ -6,14 +6,17 @@ from __future__ import annotations
 import inspect
 import logging
 import threading
+from functools import partial
 from typing import Any
 
+import numpy as np
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
 from rpent.action import RuntimeCall
+from rpent_ros.image_msgs import frame_to_image_msg
 from rpent_ros.runtime_codec import decode_call, encode_result
 
 log = logging.getLogger(__name__)
@@ -30,7 +33,8 @@ class RuntimeServer:
     """`<node>/<name>/call`: goal {method, args_json} -> result {is_error, error, result_json}.
 
     A ROS cancel sets the call's cancel event (methods taking `cancel=` see it) and calls the
-    target's `stop()` at once, from the cancelling thread.
+    target's `stop()` at once, from the cancelling thread. A call sent with `on_frame: true` gets an
+    `on_frame(rgb)` that sends each picture as feedback (stage "frame"), e.g. what a policy saw.
     """
 
     def __init__(self, node: Node, name: str, target: Any, methods: frozenset[str], group: ReentrantCallbackGroup) -> None:
@@ -62,6 +66,8 @@ class RuntimeServer:
             args, kwargs = decode_call(goal_handle.request.args_json)
             if "cancel" in inspect.signature(function).parameters:
                 kwargs["cancel"] = cancel
+            if kwargs.get("on_frame") is True:
+                kwargs["on_frame"] = partial(self._send_frame, goal_handle)
             result.result_json = encode_result(function(*args, **kwargs))
         except Exception as exc:
             result.is_error = True
@@ -77,6 +83,11 @@ class RuntimeServer:
         else:
             goal_handle.succeed()
         return result
+
+    def _send_frame(self, goal_handle: ServerGoalHandle, rgb: Any) -> None:
+        stamp = self.node.get_clock().now().to_msg()
+        image = frame_to_image_msg(np.asarray(rgb), stamp=stamp, frame_id=self.name)
+        goal_handle.publish_feedback(RuntimeCall.Feedback(stage="frame", images=[image]))
 
     def _cancel(self, goal_handle: ServerGoalHandle) -> CancelResponse:
         with self._lock:

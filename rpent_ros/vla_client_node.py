@@ -9,12 +9,13 @@ It holds the connection to the policy server and serves `run` (robots.franka.pol
 at `~/<name>/call` as a cancellable RuntimeCall; configure connects to the arm, gripper and camera
 nodes, activate admits runs. Per inference it reads the cameras, the joints and the gripper from
 their nodes and sends the arm node the chunk to execute: the 15 Hz loop runs in the arm node,
-beside the arm (FrankyArm.run_joint_steps), so no control step crosses a ROS hop. A ROS cancel
+beside the arm (its run_joint_steps: robots.franka.joint_steps), so no control step crosses a ROS hop. A ROS cancel
 stops the arm at once (through the arm node) and ends the run.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from rpent.robot import ConfigError
@@ -73,7 +74,7 @@ class VlaClientNode(ManagedRuntimeNode):
             if proxy is not None:
                 proxy.wait_ready(p["proxy_wait_s"])
         return FrankaPolicy(openpi_client(self.endpoint, self.policy_config), arm, gripper, exterior, wrist,
-                            self.policy_config)
+                            self.policy_config, run_steps=functools.partial(arm.call, "run_joint_steps"))
 
 
 def vla_client_main(args: list[str] | None = None) -> None:

@@ -6,7 +6,9 @@ and docstrings for the model and call these.
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
@@ -31,6 +33,8 @@ from robots.franka.step_check import KeepClear
 from rpent.runtime.camera import capture_frame
 from rpent.tools import ToolContext, ToolResult
 from rpent.tools.images import encode_png
+
+log = logging.getLogger(__name__)
 
 # Schema bounds are sanity limits only; the configured safety envelope is usually tighter and
 # is what refuses a motion (with the limit and the value).
@@ -235,9 +239,15 @@ def run_policy(ctx: Ctx, arm_name: str | None, instruction: str, max_steps: int,
                         f"{instruction!r}")
     ctx.check_cancelled()
     cancel = threading.Event()
+    cancelled_s: list[float] = []
 
     def stop() -> None:
+        cancelled_s.append(time.perf_counter())
         cancel.set()
+        try:  # straight to the arm (under ROS its node), before the policy's node hears of it
+            arm.stop()
+        except Exception as exc:
+            log.warning("%s: stop on cancel failed: %s", arm.name, exc)
         policy.stop()
 
     unhook = ctx.on_cancel(stop)
@@ -247,6 +257,8 @@ def run_policy(ctx: Ctx, arm_name: str | None, instruction: str, max_steps: int,
                             cancel=cancel, on_frame=ctx.record_frame)
     finally:
         unhook()
+    if cancelled_s:
+        _time_the_stop(result.setdefault("stop", {}), cancelled_s[0])
     reason = result["stopped"]
     if reason not in _POLICY_FAILURES:
         return ToolResult(data=result)
@@ -258,3 +270,11 @@ def run_policy(ctx: Ctx, arm_name: str | None, instruction: str, max_steps: int,
         error = (f"{reason}: the policy run ended after {result['steps']} steps ({result['inferences']} inferences) "
                  f"with the arm stopped: {result.get('error')}")
     return ToolResult(data=result, error=error)
+
+
+def _time_the_stop(stop: dict[str, Any], cancelled_s: float) -> None:
+    """When the cancel came and how long the arm's stop took after it (the arm may be in another process
+    on this machine: perf_counter is the machine's monotonic clock)."""
+    stop["cancel_s"] = cancelled_s
+    if stop.get("sent_s") is not None:
+        stop["latency_ms"] = round((stop["sent_s"] - cancelled_s) * 1000, 3)

@@ -17,7 +17,7 @@ from typing import Any
 import franky
 import numpy as np
 
-from robots.franka import joint_steps, kinematics
+from robots.franka import kinematics
 from robots.franka.connect import RobotLink, connect_with_timeout
 from robots.franka.safety import FR3_JOINT_ACCELERATION_MAX, SafetyEnvelope
 from rpent.loopback import is_loopback
@@ -106,7 +106,8 @@ class FrankyArm:
         self._lock = threading.Lock()
         self._active = False
         self._stop_requested = threading.Event()
-        # perf_counter() just before robot.stop() was called last; benchmarks read it.
+        # perf_counter() when the first stop since the last motion started went out (just before
+        # robot.stop()); benchmarks and policy runs read it.
         self.last_stop_sent_s: float | None = None
 
     # --- state -------------------------------------------------------------------------------
@@ -129,6 +130,17 @@ class FrankyArm:
             moving=in_control or max(abs(v) for v in velocities) > _MOVING_RAD_S,
             has_errors=has_errors,
         )
+
+    def clock_s(self) -> float:
+        """The robot's own clock (its state's time): the one franky times motions by. Real time on a
+        real arm; simulated time on franky-sim, which runs slower than real time on a loaded machine."""
+        self.link.check(self.name)
+        try:
+            return float(self._robot.state.time.to_sec())
+        except franky.NetworkException as exc:
+            raise self.link.lost_fault(self.name, str(exc)) from exc
+        except Exception as exc:
+            raise RuntimeFault(f"{self.name} at {self.host}: cannot read state: {exc}") from exc
 
     def health(self) -> dict[str, Any]:
         """What the robot reports about itself (for /diagnostics): mode, errors, control loop, external forces."""
@@ -155,9 +167,7 @@ class FrankyArm:
         deadline = time.monotonic() + timeout_s
         while True:
             state = self.state()
-            v = state.joint_velocities
-            at_rest = max(abs(x) for x in v[:6]) < _AT_REST_RAD_S and abs(v[6]) < _AT_REST_J7_RAD_S
-            if at_rest or time.monotonic() >= deadline:
+            if at_rest(state.joint_velocities) or time.monotonic() >= deadline:
                 return state
             time.sleep(0.01)
 
@@ -238,12 +248,7 @@ class FrankyArm:
                 raise RuntimeFault(f"{self.name} at {self.host}: motion rejected: {exc}") from exc
             self._active = True
 
-    # --- streamed joint steps (a policy's actions at its control rate) ------------------------------
-    def run_joint_steps(self, actions: Sequence[Sequence[float]], *, cancel: threading.Event | None = None,
-                        **options: Any) -> dict[str, Any]:
-        """Execute a chunk of policy actions, each step checked first (robots.franka.joint_steps)."""
-        return joint_steps.run(self, actions, cancel=cancel, **options)
-
+    # --- streamed joint steps (robots.franka.joint_steps: a policy's actions at its control rate) -------
     def stream_joint_velocity(self, velocity: Sequence[float], duration_s: float) -> None:
         """Run at `velocity` for `duration_s`, replacing whatever motion runs (no check: callers check)."""
         duration = franky.Duration(max(1, round(duration_s * 1000)))
@@ -259,7 +264,12 @@ class FrankyArm:
         return self._stop_requested
 
     def _stream(self, motion: Any) -> None:
+        """Send a streamed step unless a stop has come since the stream began: a loop's thread held up
+        between its look at the stop and this move (a loaded machine) would otherwise have franky take
+        the step after the stopped motion ended, as a new motion the arm runs for its whole duration."""
         with self._lock:
+            if self._stop_requested.is_set():
+                return
             try:
                 self._robot.move(motion, asynchronous=True)
             except franky.NetworkException as exc:
@@ -267,6 +277,8 @@ class FrankyArm:
             except Exception as exc:
                 raise RuntimeFault(f"{self.name} at {self.host}: motion rejected: {exc}") from exc
             self._active = True
+        if self._stop_requested.is_set():  # the stop came as the step went out
+            self.stop_quietly()
 
     def wait(self, timeout_s: float | None = None, cancel: threading.Event | None = None) -> MotionOutcome:
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
@@ -318,8 +330,9 @@ class FrankyArm:
 
     def stop(self) -> None:
         """Stop the running motion; raises RuntimeFault if the robot did not take the stop."""
+        if not self._stop_requested.is_set():  # when the first stop of this motion went out
+            self.last_stop_sent_s = time.perf_counter()
         self._stop_requested.set()
-        self.last_stop_sent_s = time.perf_counter()
         try:
             self._robot.stop()
         except Exception as exc:
@@ -347,6 +360,12 @@ class FrankyArm:
             self._drain(1.0)
         self._robot = _Closed(self.name)
         self.link.close()
+
+
+def at_rest(joint_velocities: Sequence[float]) -> bool:
+    """Every joint of a measured FR3 at rest (joint 7's reading chatters, so it has a wider band)."""
+    v = joint_velocities
+    return max(abs(x) for x in v[:6]) < _AT_REST_RAD_S and abs(v[6]) < _AT_REST_J7_RAD_S
 
 
 def _error_names(errors: Any) -> list[str]:

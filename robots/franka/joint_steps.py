@@ -14,6 +14,12 @@ check with the measured joints still guards every step. A refusal stops the arm.
 velocity chunk ends with a zero velocity, so the arm waits for the next inference instead of running
 on; every step's check covers the path on to where the arm comes to rest if no next step follows
 (v^2 / 2a past the target, with the deceleration franky stops the arm with).
+
+The steps keep the robot's own clock (franky's state time), not this machine's: a franky motion
+lasts its duration in the robot's time, and franky-sim's time runs slower than the wall clock on a
+loaded machine (a dual-arm simulation with its cameras ran at 0.1-0.5x), so steps paced by the wall
+clock replaced each velocity before the arm had run it and the arm covered a fraction of each
+step. On a real arm the two clocks are one.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from robots.franka import droid
+from robots.franka.franky_arm import at_rest
 from robots.franka.step_check import KeepClear, StepRefused, check_step
 from rpent.runtime.arm import RuntimeFault
 
@@ -34,6 +41,8 @@ if TYPE_CHECKING:
     from robots.franka.franky_arm import FrankyArm
 
 MOTIONS = ("velocity", "position")
+# How long a stopped arm may take to come to rest before the report says nothing of it.
+REST_TIMEOUT_S = 2.0
 
 
 def run(
@@ -52,8 +61,11 @@ def run(
 
     The result: `steps` run, `stopped` (None when the chunk ran out; "stopped", "refused",
     "reflex" or "fault"), `refused` (limit, value, rule, step), `error`, the measured `joints_rad`
-    at the end, `step_times_s` (monotonic) and `tracking_error_rad` (per step, the largest joint
-    gap between the target and the measured joints one period later).
+    at the end; per step `step_clock_s` (the robot's clock when it was commanded), `step_times_s`
+    (this machine's monotonic clock, the same), `check_ms` (its envelope check) and
+    `tracking_error_rad` (the largest joint gap between its target and the measured joints one
+    period later). A stop adds `stop`: when it was sent (monotonic), the fastest joint speed then,
+    and the robot-clock seconds until the arm was at rest.
     """
     if action_space not in droid.ACTION_SPACES:
         raise ValueError(f"action_space: must be one of {list(droid.ACTION_SPACES)}, got {action_space!r}")
@@ -65,8 +77,8 @@ def run(
     if chunk.ndim != 2 or chunk.shape[1] < 7 or len(chunk) == 0:
         raise ValueError(f"actions: must be n x 7 joint values (n >= 1), got shape {chunk.shape}")
     clear = [k if isinstance(k, KeepClear) else KeepClear.from_dict(dict(k)) for k in keep_clear]
-    report: dict[str, Any] = {"steps": 0, "stopped": None, "refused": None, "error": None,
-                              "step_times_s": [], "tracking_error_rad": []}
+    report: dict[str, Any] = {"steps": 0, "stopped": None, "refused": None, "error": None, "step_clock_s": [],
+                              "step_times_s": [], "check_ms": [], "tracking_error_rad": []}
     arm.stop_requested.clear()
     try:
         state = arm.state()
@@ -90,15 +102,15 @@ def run(
 
 def _stream(arm: FrankyArm, chunk: np.ndarray, report: dict[str, Any], action_space: str, motion: str,
             period_s: float, first_step: int, clear: list[KeepClear], cancel: threading.Event | None) -> np.ndarray | None:
-    start = time.monotonic()
+    start = arm.clock_s()
     target: np.ndarray | None = None
     for k in range(len(chunk) + 1):
-        if k > 0 and arm.stop_requested.wait(max(0.0, start + k * period_s - time.monotonic())):
-            report["stopped"] = "stopped"
+        if k > 0 and _wait_for_clock(arm, start + k * period_s):
+            _stopped(arm, report)
             return target
         if (cancel is not None and cancel.is_set()) or arm.stop_requested.is_set():
             arm.stop_quietly()
-            report["stopped"] = "stopped"
+            _stopped(arm, report)
             return target
         state = arm.state()
         report["_q"] = state.joints
@@ -110,16 +122,48 @@ def _stream(arm: FrankyArm, chunk: np.ndarray, report: dict[str, Any], action_sp
         if k == len(chunk):
             return target
         step_target = droid.joint_target(chunk[k], q, action_space)
+        checked = time.perf_counter()
         check_step(arm.envelope, q, state.joint_velocities, step_target, period_s, first_step + k, clear,
                    arm.stopping_rad_s2)
+        report["check_ms"].append(round((time.perf_counter() - checked) * 1000, 4))
         if motion == "velocity":
             arm.stream_joint_velocity((step_target - q) / period_s, period_s)
         else:
             arm.stream_joint_target(step_target)
         report["step_times_s"].append(time.monotonic())
+        report["step_clock_s"].append(arm.clock_s())
         report["steps"] += 1
         target = step_target
     return target
+
+
+def _wait_for_clock(arm: FrankyArm, due_s: float) -> bool:
+    """Wait until the robot's clock reads `due_s`; True if a stop came first. The robot's clock runs
+    at most as fast as this machine's, so waiting what is left of it never overshoots."""
+    while True:
+        left = due_s - arm.clock_s()
+        if left <= 0:
+            return False
+        if arm.stop_requested.wait(left):
+            return True
+
+
+def _stopped(arm: FrankyArm, report: dict[str, Any]) -> None:
+    """A stop ended the chunk: when it went out, and how long the arm took to come to rest from its speed then."""
+    report["stopped"] = "stopped"
+    stop: dict[str, Any] = {"sent_s": arm.last_stop_sent_s}
+    try:
+        stopped_at = arm.clock_s()
+        stop["speed_rad_s"] = round(max(abs(v) for v in arm.state().joint_velocities), 4)
+        deadline = time.monotonic() + REST_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if at_rest(arm.state().joint_velocities):
+                stop["rest_after_s"] = round(arm.clock_s() - stopped_at, 4)
+                break
+            time.sleep(0.001)
+    except RuntimeFault as exc:
+        stop["error"] = str(exc)
+    report["stop"] = stop
 
 
 def _check_ahead(arm: FrankyArm, joints: Sequence[float], velocities: Sequence[float], chunk: np.ndarray,

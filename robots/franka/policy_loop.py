@@ -4,8 +4,8 @@
 vla_client_node with runtime_mode ros: the arm, gripper and cameras are then proxies of their
 nodes). Per inference it captures the exterior and the wrist camera, reads the measured joints
 and gripper, asks the server (rpent.rpc.transport.vla_openpi: deadlines, reconnects, a size cap) and hands
-the first `open_loop_horizon` actions to the arm's own streaming loop (FrankyArm.run_joint_steps,
-robots.franka.joint_steps), which runs beside the arm and checks every step before franky sees it.
+the first `open_loop_horizon` actions to the arm's streaming loop (robots.franka.joint_steps, in
+the arm's process: here, or the arm node's run_joint_steps), which checks every step before franky sees it.
 Only the gripper changes split a chunk: the hand is commanded when the binarised gripper action
 flips, while the arm keeps going.
 
@@ -17,6 +17,7 @@ error (server gone, timed out, malformed, NaN or wrongly shaped actions: never a
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import threading
@@ -26,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from robots.franka import droid
+from robots.franka import droid, joint_steps
 from robots.franka.config import PolicyConfig
 from robots.franka.step_check import KeepClear
 from rpent.rpc.errors import RpcError
@@ -39,6 +40,8 @@ STOP_CONDITIONS = ("gripper_closed", "arm_at_rest")
 AT_REST_STEP_RAD = 0.002
 GRIPPER_TIMEOUT_S = 30.0
 HOLD_TIMEOUT_S = 10.0
+#: A hand this close to its full opening is open: an open command would not move it.
+OPEN_WITHIN_M = 0.002
 
 OnFrame = Callable[[np.ndarray], None]
 
@@ -49,6 +52,16 @@ def action_space_of(configured: str | None, metadata: dict[str, Any] | None) -> 
         return configured
     announced = (metadata or {}).get("action_space")
     return announced if announced in droid.ACTION_SPACES else "joint_velocity"
+
+
+def hand_closing(state: Any) -> bool | None:
+    """The binarised command a hand in `state` already obeys: close (it holds something), open (fully
+    open), or None (half open, or closed on nothing): the policy's first command is then sent."""
+    if state.grasped:
+        return True
+    if state.width_m >= state.max_width_m - OPEN_WITHIN_M:
+        return False
+    return None
 
 
 class _Hand:
@@ -95,9 +108,11 @@ class FrankaPolicy:
     """An openpi DROID policy for one arm: `run` drives it, `stop` ends a run at once, from any thread."""
 
     def __init__(self, client: Any, arm: Any, gripper: Any, exterior_camera: Any, wrist_camera: Any,
-                 config: PolicyConfig) -> None:
+                 config: PolicyConfig, run_steps: Callable[..., dict[str, Any]] | None = None) -> None:
         self.client = client
         self.arm = arm
+        # Executes one chunk beside the arm: robots.franka.joint_steps on this arm, or its node's run_joint_steps.
+        self.run_steps = run_steps or functools.partial(joint_steps.run, arm)
         self.gripper = gripper
         self.exterior_camera = exterior_camera
         self.wrist_camera = wrist_camera
@@ -137,7 +152,7 @@ class FrankaPolicy:
     def stop(self) -> None:
         """Stop the arm now and end the run (also a pending inference); a held object stays held."""
         self._cancel.set()
-        self.stop_sent_s = time.monotonic()
+        self.stop_sent_s = time.perf_counter()
         self.arm.stop()
         self.client.interrupt()
         hand = self._hand
@@ -165,8 +180,7 @@ class _Run:
         self.hand = _Hand(policy.gripper, self.config.grasp_force_n)
         self.steps = 0
         self.inferences: list[dict[str, Any]] = []
-        self.periods_ms: list[float] = []
-        self.tracking: list[float] = []
+        self.control = _Control(1000.0 / self.config.control_hz)
         self.result: dict[str, Any] = {}
         self.action_space = "joint_velocity"
 
@@ -179,8 +193,7 @@ class _Run:
         try:
             self.action_space = action_space_of(self.config.action_space, self.policy.client.connect())
             if self.policy.gripper is not None:
-                state = self.policy.gripper.state()
-                self.hand.closing = droid.gripper_position(state.width_m, state.max_width_m) > droid.GRIPPER_CLOSE_ABOVE
+                self.hand.closing = hand_closing(self.policy.gripper.state())
             while reason is None:
                 reason = self._stop_reason(at_rest=False) or self._one_inference()
         except (RpcError, droid.PolicyReplyError) as exc:
@@ -242,15 +255,17 @@ class _Run:
         return float(np.max(np.abs(chunk[:, :7] - joints)))
 
     def _segment(self, actions: np.ndarray, hold: bool) -> str | None:
-        report = self.policy.arm.run_joint_steps(
+        if self.cancelled:  # a cancel during the observation or the inference: no step goes out after it
+            return "cancelled"
+        report = self.policy.run_steps(
             actions.tolist(), action_space=self.action_space, motion=self.config.motion,
             period_s=1.0 / self.config.control_hz, first_step=self.steps, hold=hold,
             keep_clear=self.keep_clear, cancel=self.policy._cancel,
         )
         self.steps += int(report["steps"])
-        times = report["step_times_s"]
-        self.periods_ms += [(b - a) * 1000 for a, b in itertools.pairwise(times)]
-        self.tracking += report["tracking_error_rad"]
+        self.control.add(report)
+        if "stop" in report:
+            self.result["stop"] = {**self.result.get("stop", {}), **report["stop"]}
         stopped = report["stopped"]
         if stopped is None:
             return None
@@ -303,22 +318,46 @@ class _Run:
         if hand.error:
             result["gripper_error"] = hand.error
         result.update(self.result)
-        result["control"] = _control_summary(self.periods_ms, 1000.0 / self.config.control_hz, self.tracking)
+        result["control"] = self.control.summary()
         result["inference_log"] = self.inferences
         if self.policy.stop_sent_s is not None:
-            result["stop_sent_s"] = self.policy.stop_sent_s
+            result.setdefault("stop", {})["policy_stop_s"] = self.policy.stop_sent_s
         return result
 
 
-def _control_summary(periods_ms: list[float], nominal_ms: float, tracking: list[float]) -> dict[str, Any]:
-    """How regular the control steps were within chunks, and how closely the arm followed them."""
-    summary: dict[str, Any] = {"period_ms": round(nominal_ms, 2), "periods": len(periods_ms)}
-    if periods_ms:
-        deviation = np.abs(np.asarray(periods_ms) - nominal_ms)
-        summary.update(p50_deviation_ms=round(float(np.percentile(deviation, 50)), 3),
-                       p99_deviation_ms=round(float(np.percentile(deviation, 99)), 3),
-                       max_deviation_ms=round(float(deviation.max()), 3))
-    if tracking:
-        summary.update(mean_tracking_error_rad=round(float(np.mean(tracking)), 5),
-                       max_tracking_error_rad=round(float(np.max(tracking)), 5))
-    return summary
+class _Control:
+    """How regular the control steps were within chunks (on the robot's clock), what this machine's
+    clock made of them, what each step's check cost, and how closely the arm followed."""
+
+    def __init__(self, nominal_ms: float) -> None:
+        self.nominal_ms = nominal_ms
+        self.periods_ms: list[float] = []
+        self.wall_periods_ms: list[float] = []
+        self.check_ms: list[float] = []
+        self.tracking: list[float] = []
+
+    def add(self, report: dict[str, Any]) -> None:
+        self.periods_ms += [(b - a) * 1000 for a, b in itertools.pairwise(report["step_clock_s"])]
+        self.wall_periods_ms += [(b - a) * 1000 for a, b in itertools.pairwise(report["step_times_s"])]
+        self.check_ms += report["check_ms"]
+        self.tracking += report["tracking_error_rad"]
+
+    def summary(self) -> dict[str, Any]:
+        summary: dict[str, Any] = {"period_ms": round(self.nominal_ms, 2), "periods": len(self.periods_ms)}
+        if self.periods_ms:
+            deviation = np.abs(np.asarray(self.periods_ms) - self.nominal_ms)
+            summary.update(p50_deviation_ms=_round(np.percentile(deviation, 50)),
+                           p99_deviation_ms=_round(np.percentile(deviation, 99)), max_deviation_ms=_round(deviation.max()),
+                           # Below 1: the robot's clock ran slower than this machine's (a loaded franky-sim).
+                           clock_rate=_round(sum(self.periods_ms) / sum(self.wall_periods_ms)))
+        if self.check_ms:
+            summary.update(p50_check_ms=_round(np.percentile(self.check_ms, 50)),
+                           p99_check_ms=_round(np.percentile(self.check_ms, 99)))
+        if self.tracking:
+            summary.update(mean_tracking_error_rad=round(float(np.mean(self.tracking)), 5),
+                           max_tracking_error_rad=round(float(np.max(self.tracking)), 5))
+        return summary
+
+
+def _round(value: Any) -> float:
+    return round(float(value), 3)

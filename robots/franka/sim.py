@@ -16,7 +16,6 @@ import signal
 import sys
 import threading
 import time
-import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -27,9 +26,10 @@ import mujoco
 import numpy as np
 from franky_sim import SimulationServer
 from franky_sim.franka_gripper_protocol import GripperCommandStatus
+from franky_sim.franka_robot_server import FrankaRobotServer
 from franky_sim.franka_server import BaseCommand
-from franky_sim.mujoco_simulator import MujocoSimulator
 
+from robots.franka.sim_world import build_world, mujoco_camera_pose
 from rpent.runtime.arm import RuntimeFault
 
 if TYPE_CHECKING:
@@ -118,23 +118,6 @@ class SimScene:
         )
 
 
-def _fmt(values: Iterable[float]) -> str:
-    return " ".join(f"{v:.6g}" for v in values)
-
-
-def _camera_xyaxes(position: Vec3, target: Vec3, up: Vec3 = (0.0, 0.0, 1.0)) -> str:
-    """MJCF xyaxes of a camera at `position` looking at `target` with `up` pointing up in its image."""
-    forward = np.asarray(target, float) - np.asarray(position, float)
-    forward /= np.linalg.norm(forward)
-    up = np.asarray(up, float)
-    right = np.cross(forward, up)
-    if np.linalg.norm(right) < 1e-6:  # looking straight down: pick +y as "up" in the image
-        right = np.cross(forward, np.array([-1.0, 0.0, 0.0]))
-    right /= np.linalg.norm(right)
-    cam_up = np.cross(right, forward)
-    return _fmt([*right, *cam_up])
-
-
 def _abort_pending_on_stop(gripper_server: Any) -> None:
     """Make the simulated hand answer an interrupted move/grasp with "aborted", as a real one does.
 
@@ -164,15 +147,27 @@ def default_hostnames() -> Iterator[str]:
         yield f"127.0.0.{b}"
 
 
+class _ServerOfStartedSimulation(SimulationServer):
+    """franky-sim's server for a simulation compiled beforehand (SimulationServer.init binds, then compiles)."""
+
+    def init(self) -> None:
+        for robot in self.sim.robots:
+            server = FrankaRobotServer(robot, self._remaining_hostname_candidates)
+            server.init()
+            self.robot_servers.append(server)
+
+
 class FrankaSim:
     """Owns the MuJoCo world and the franky-sim servers; `hosts[i]` is arm i's FCI address."""
 
     def __init__(
-        self, scene: SimScene | None = None, hostnames: Iterable[str] | None = None, realtime: bool = True
+        self, scene: SimScene | None = None, hostnames: Iterable[str] | None = None, speed: float | None = 1.0
     ) -> None:
         self.scene = scene or SimScene()
         self._hostnames = list(hostnames) if hostnames is not None else default_hostnames()
-        self._realtime = realtime
+        # Simulated seconds per wall-clock second (None: as fast as the CPU allows). A loaded machine
+        # runs the simulation slower than asked; settable while it runs.
+        self.speed = speed
         self.lock = threading.Lock()
         self._sim: Any = None
         self._server: Any = None
@@ -182,79 +177,26 @@ class FrankaSim:
         self.fault: BaseException | None = None
 
     # --- building ----------------------------------------------------------------------------
-    def _build(self) -> Any:
-        sim = MujocoSimulator()
-        sim.init()
-        for pos in self.scene.arm_positions:
-            sim.add_robot(position=pos)
-        quality = sim.scene.find("visual/quality")
-        if quality is not None:
-            # Shadows and multisampling cost ~10x per frame offscreen and add nothing to a planner's view.
-            quality.set("shadowsize", "0")
-            quality.set("offsamples", "0")
-        for light in sim.worldbody.findall("light"):
-            light.set("castshadow", "false")
-        wb = sim.worldbody
-        s = self.scene
-        table = ET.SubElement(wb, "body", name="table", pos=_fmt((*s.table_center_xy, s.table_top_z / 2)))
-        ET.SubElement(
-            table,
-            "geom",
-            name="table_top",
-            type="box",
-            size=_fmt((*s.table_half_size_xy, s.table_top_z / 2)),
-            rgba="0.62 0.5 0.38 1",
-        )
-        for obj in s.objects:
-            body = ET.SubElement(wb, "body", name=obj.name, pos=_fmt(obj.position))
-            if obj.yaw_deg:
-                # A quaternion (w x y z) holds whatever angle unit the MJCF compiler is set to.
-                half = np.radians(obj.yaw_deg) / 2
-                body.set("quat", _fmt((np.cos(half), 0.0, 0.0, np.sin(half))))
-            ET.SubElement(body, "freejoint", name=f"{obj.name}_joint")
-            ET.SubElement(
-                body,
-                "geom",
-                name=f"{obj.name}_geom",
-                type="box",
-                size=_fmt([obj.size_m / 2] * 3),
-                rgba=_fmt(obj.rgba),
-                mass=f"{obj.mass_kg}",
-                friction="1.5 0.02 0.001",
-                condim="4",
-            )
-        for cam in s.cameras:
-            ET.SubElement(
-                wb,
-                "camera",
-                name=cam.name,
-                pos=_fmt(cam.position),
-                xyaxes=_camera_xyaxes(cam.position, cam.target),
-                fovy=f"{cam.fovy_deg}",
-            )
-        if s.board is not None:
-            from robots.franka.sim_board import add_board  # OpenCV draws the board: only when there is one
-
-            add_board(sim, s.board)
-        hands = {b.get("name"): b for b in wb.iter("body")}
-        for cam in s.wrist_cameras:
-            hand = hands.get(f"robot{cam.arm_index}_hand")
-            if hand is None:
-                raise ValueError(f"wrist camera {cam.name!r}: no arm {cam.arm_index} in the scene")
-            # Image "up" is the hand's +x, away from the fingers: they appear at the bottom edge of the picture.
-            ET.SubElement(
-                hand,
-                "camera",
-                name=cam.name,
-                pos=_fmt(cam.position),
-                xyaxes=_camera_xyaxes(cam.position, cam.target, up=(1.0, 0.0, 0.0)),
-                fovy=f"{cam.fovy_deg}",
-            )
-        return sim
-
     def start(self) -> FrankaSim:
-        self._sim = self._build()
-        self._server = SimulationServer(self._sim, hostname_candidates=self._hostnames)
+        """Build the world and serve it (build, then serve)."""
+        return self.build().serve()
+
+    def build(self) -> FrankaSim:
+        """Compile the world without serving it: model and data exist, no client can connect yet.
+
+        Make the cameras between build and serve: a MuJoCo render context takes the GIL for a few
+        hundred ms while it is made, and a simulation served meanwhile stops stepping, so a connected
+        franky client reading its state times out (libfranka: UDP receive: Timeout) and is lost.
+        """
+        self._sim = build_world(self.scene)
+        self._sim.start()
+        return self
+
+    def serve(self) -> FrankaSim:
+        """Bind each arm's FCI address and start stepping."""
+        if self._sim is None:
+            self.build()
+        self._server = _ServerOfStartedSimulation(self._sim, hostname_candidates=self._hostnames)
         try:
             self._server.init()
         except OSError as exc:
@@ -275,14 +217,14 @@ class FrankaSim:
         return self
 
     def _loop(self) -> None:
-        period = 0.001
         next_tick = time.perf_counter()
         try:
             while self._running:
                 with self.lock:
                     self._server.run_once(realtime=False)
-                if self._realtime:
-                    next_tick += period
+                speed = self.speed
+                if speed:
+                    next_tick += 0.001 / speed
                     delay = next_tick - time.perf_counter()
                     if delay > 0:
                         time.sleep(delay)
@@ -382,58 +324,11 @@ class FrankaSim:
         self.close()
 
 
-# A MuJoCo camera looks along its -z with y up; the OpenCV optical frame looks along +z with y down.
-MUJOCO_TO_OPTICAL = np.diag([1.0, -1.0, -1.0, 1.0])
-
-
-def mujoco_camera_pose(data: Any, cam_id: int) -> np.ndarray:
-    """World pose (4 x 4) of a MuJoCo camera's optical frame, OpenCV convention, from `data`."""
-    pose = np.eye(4)
-    pose[:3, :3] = data.cam_xmat[cam_id].reshape(3, 3)
-    pose[:3, 3] = data.cam_xpos[cam_id]
-    return pose @ MUJOCO_TO_OPTICAL
-
-
-def _body_in_parent(model: Any, body_id: int) -> np.ndarray:
-    pose = np.eye(4)
-    rotation = np.zeros(9)
-    mujoco.mju_quat2Mat(rotation, model.body_quat[body_id])
-    pose[:3, :3] = rotation.reshape(3, 3)
-    pose[:3, 3] = model.body_pos[body_id]
-    return pose
-
-
-def wrist_camera_on_flange(model: Any, name: str) -> tuple[int, np.ndarray]:
-    """(arm index, T_flange_camera) of a camera carried by an arm, from the model's own geometry:
-    the camera in its body, the bodies up to the arm's link7, and link7 -> flange of the FR3 chain."""
-    from robots.franka.kinematics import LINK7_TO_FLANGE
-
-    cam_id = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, name)
-    if cam_id < 0:
-        raise KeyError(f"no camera named {name!r} in the simulated scene")
-    rotation = np.zeros(9)
-    mujoco.mju_quat2Mat(rotation, model.cam_quat[cam_id])
-    pose = np.eye(4)
-    pose[:3, :3] = rotation.reshape(3, 3)
-    pose[:3, 3] = model.cam_pos[cam_id]
-    pose = pose @ MUJOCO_TO_OPTICAL
-    body = int(model.cam_bodyid[cam_id])
-    while body > 0:
-        body_name = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, body) or ""
-        if body_name.startswith("robot") and body_name.endswith("_fr3_link7"):
-            arm_index = int(body_name[len("robot") : -len("_fr3_link7")])
-            return arm_index, np.linalg.inv(LINK7_TO_FLANGE) @ pose
-        pose = _body_in_parent(model, body) @ pose
-        body = int(model.body_parentid[body])
-    raise KeyError(f"camera {name!r} is not carried by an arm")
-
-
 def scene_model(scene: SimScene | None = None) -> tuple[Any, Any]:
     """The scene's MuJoCo (model, data) with no servers and no stepping: for geometry checks and
     benches that pose the arms themselves (set qpos, then mujoco.mj_forward)."""
-    sim = FrankaSim(scene)._build()
-    sim.start()
-    return sim.model, sim.data
+    built = FrankaSim(scene).build()
+    return built.model, built.data
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -16,9 +16,10 @@ pytest.importorskip("openpi_client", reason="openpi-client is not installed (scr
 
 from fakes.droid_policies import Constant, GoalSeeking, droid_chunk
 from fakes.openpi_server import CUT_MID_MESSAGE, ScriptedPolicyServer
+from video_frames import video_frames
 
 from robots.dual_franka.toolkit import DualFrankaToolkit
-from robots.franka import kinematics
+from robots.franka import joint_steps, kinematics
 from robots.franka.config import ArmConfig, FrankaConfig
 from robots.franka.runtime import FrankaRuntime, build_runtime
 from robots.franka.toolkit import RESULT_FIELDS, FrankaToolkit
@@ -105,7 +106,38 @@ def test_a_goal_seeking_policy_reaches_the_cube_within_a_centimetre_and_grasps_i
     steps = [json.loads(line) for line in (toolkit.output_dir / "steps.jsonl").read_text().splitlines()]
     assert [s["tool"] for s in steps].count("run_policy") == 1
     toolkit.close(timeout=30)
-    assert (toolkit.output_dir / "episode.mp4").stat().st_size > 10_000
+    assert video_frames(toolkit.output_dir / "episode.mp4") >= outcome["inferences"]
+
+
+def test_the_arm_follows_every_step_when_the_simulator_runs_at_half_real_time(toolkit, runtime, server):
+    """A loaded machine runs franky-sim slower than real time (a dual-arm launch: 0.1-0.5x); franky
+    times each velocity step in the robot's time, so the loop must keep the robot's clock too."""
+    arm = runtime.arm()
+    start = arm.settled_state().joints[0]
+    server.script = lambda obs, i: droid_chunk([0.1, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])  # joint 1: 0.02 rad a step
+    runtime.sim.speed = 0.5
+    try:
+        result = toolkit.execute_tool("run_policy", {"instruction": "turn", "max_steps": 16})
+    finally:
+        runtime.sim.speed = 1.0
+    assert result.error is None, result.error
+    control = action_result(result)["control"]
+    moved = arm.settled_state().joints[0] - start
+    # Each chunk starts and ends at rest, so the arm covers a little less than the 16 x 0.02 rad asked.
+    assert moved > 0.27, (moved, control)
+    assert control["mean_tracking_error_rad"] < 0.006, control
+    assert control["clock_rate"] < 0.7, control  # it did run slow (the period's regularity: bench/bench_policy.py)
+
+
+def test_a_policy_asking_for_an_open_hand_opens_a_half_open_one(toolkit, runtime, server):
+    """DROID's gripper action is a position; an open one (0) must open a hand that is not fully open
+    (franky-sim starts at 40 mm, narrower than the 45 mm cube), or the fingers land on the cube."""
+    gripper = runtime.gripper()
+    gripper.move(0.04, timeout_s=20)
+    server.script = lambda obs, i: droid_chunk([0.0] * 7, gripper=0.0)
+    result = toolkit.execute_tool("run_policy", {"instruction": "open your hand", "max_steps": 8})
+    assert result.error is None, result.error
+    assert action_result(result)["gripper_width_m"] > 0.075, action_result(result)
 
 
 def below_table_goal(runtime: FrankaRuntime) -> list[np.ndarray]:
@@ -229,6 +261,9 @@ def test_a_cancel_mid_chunk_stops_the_arm_within_a_control_period_and_as_fast_as
     assert action_result(result)["stopped"] == "cancelled"
     stop_latency_s = arm.last_stop_sent_s - cancelled_at
     assert 0 <= stop_latency_s < 1 / 15, stop_latency_s
+    # The result says the same: from the toolkit's cancel to the arm's stop, and the arm's time to rest.
+    stop = action_result(result)["stop"]
+    assert 0 <= stop["latency_ms"] < 1000 / 15 and stop["rest_after_s"] < 0.5, stop
     # Bare franky from the same speed: a joint velocity motion of its own, then robot.stop().
     robot = arm._robot
     robot.move(franky.JointVelocityMotion(np.array([-speed, 0, 0, 0, 0, 0, 0]), duration=franky.Duration(5000)),
@@ -243,6 +278,30 @@ def test_a_cancel_mid_chunk_stops_the_arm_within_a_control_period_and_as_fast_as
     print(f"cancel -> stop sent {stop_latency_s * 1000:.2f} ms; at rest after {policy_rest_s * 1000:.0f} ms (sim) "
           f"vs bare franky {bare_rest_s * 1000:.0f} ms from {speed:.2f} rad/s")
     assert policy_rest_s <= bare_rest_s + 0.05
+
+
+def test_a_step_sent_as_the_arm_is_stopped_does_not_run(toolkit, runtime, monkeypatch):
+    """A cancel's stop can land while the streaming loop sends its next step (between its look at the stop
+    and franky's move). If the loop's thread is held up until franky has ended the stopped motion (a
+    loaded machine), franky takes the step as a new motion and the arm runs it for a whole period: under
+    ROS the arm was at rest 76 ms (robot clock) after the stop instead of bare franky's 8 ms."""
+    arm = runtime.arm()
+    send = arm.stream_joint_velocity
+    at_stop: list[np.ndarray] = []
+
+    def stopped_as_the_third_step_goes_out(velocity, duration_s):
+        if len(at_stop) == 0 and abs(velocity[0]) > 0 and arm.state().joint_velocities[0] > 0.25:
+            arm.stop()
+            arm.wait(timeout_s=5)  # the loop's thread held up until the stopped motion has ended
+            at_stop.append(np.asarray(arm.state().joints))
+        send(velocity, duration_s)
+
+    monkeypatch.setattr(arm, "stream_joint_velocity", stopped_as_the_third_step_goes_out)
+    report = joint_steps.run(arm, [[SPEED_UNITS, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]] * 8)
+    assert at_stop and report["stopped"] == "stopped", report
+    # The step run to its end turns the arm 0.02 rad.
+    moved = np.abs(np.asarray(arm.settled_state().joints) - at_stop[0]).max()
+    assert moved < 0.002, (moved, report["stop"])
 
 
 @pytest.fixture

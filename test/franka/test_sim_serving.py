@@ -1,0 +1,38 @@
+"""franky-sim is served only once it is ready: cameras made while franky clients were connected took the
+GIL long enough (about 0.3 s each) for the stepping thread to stall and a connected client's state reads
+to time out (libfranka: UDP receive: Timeout), which lost the arms of a ROS launch before it began."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+from sim_process import free_sim_hosts
+
+from robots.franka.cameras import MujocoCamera
+from robots.franka.franky_arm import FrankyArm
+from robots.franka.sim import FrankaSim, SimScene
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
+
+
+def test_a_built_simulator_takes_no_client_until_it_is_served_and_its_cameras_render_before():
+    host = free_sim_hosts(120, 130)[0]
+    sim = FrankaSim(SimScene(), hostnames=[host]).build()
+    arm = camera = None
+    try:
+        camera = MujocoCamera(sim, "front")
+        assert camera.capture().shape == (240, 320, 3)
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection((host, 1337), timeout=5)
+        sim.serve()
+        assert sim.hosts == [host]
+        arm = FrankyArm(host, name="arm")
+        before = sim.time_s
+        assert arm.clock_s() >= 0 and len(arm.state().joints) == 7
+        assert sim.time_s > before  # it steps once served
+    finally:
+        for part in (arm, camera):
+            if part is not None:
+                part.close()
+        sim.close()
