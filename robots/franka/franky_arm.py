@@ -19,7 +19,8 @@ import numpy as np
 
 from robots.franka import kinematics
 from robots.franka.connect import RobotLink, connect_with_timeout
-from robots.franka.safety import FR3_JOINT_ACCELERATION_MAX, SafetyEnvelope
+from robots.franka.safety import SafetyEnvelope
+from robots.franka.safety_limits import FR3_JOINT_ACCELERATION_MAX
 from rpent.loopback import is_loopback
 from rpent.runtime.arm import RuntimeFault
 from rpent.runtime.types import ArmState, MotionOutcome, Pose

@@ -25,11 +25,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict
 
 from robots.franka import kinematics
-
-# FR3_JOINT_ACCELERATION_MAX is not the envelope's: it stays importable from here only until
-# robots/franka/franky_arm.py (another helper's work in progress, issue 25) imports it from
-# robots.franka.safety_limits. Delete it from this line then.
-from robots.franka.safety_limits import FR3_JOINT_ACCELERATION_MAX, ArmLimits  # noqa: F401
+from robots.franka.safety_limits import ArmLimits
 from rpent.runtime.arm import MotionRefused
 from rpent.runtime.types import Pose
 
