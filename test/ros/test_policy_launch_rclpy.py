@@ -12,8 +12,6 @@ import math
 import os
 import shutil
 import signal
-import subprocess
-import threading
 import time
 
 import numpy as np
@@ -28,6 +26,7 @@ if shutil.which("ros2") is None:
 from bare_franky import rest_after_bare_stop
 from fakes.droid_policies import GoalSeeking, droid_chunk
 from fakes.openpi_server import ScriptedPolicyServer
+from output_lines import OutputLines
 from sim_process import free_sim_hosts
 from video_frames import video_frames
 
@@ -57,34 +56,16 @@ def left_grasp_goals() -> tuple[np.ndarray, list[np.ndarray]]:
     return poses[-1], list(kinematics.track_path(HOME_JOINTS_RAD, poses, iterations=60))
 
 
-class SendGoal:
+class SendGoal(OutputLines):
     """The stock `ros2 action send_goal /toolkit/tools/<tool> ... --feedback`, its output read as it comes."""
 
     def __init__(self, tool: str, arguments: dict) -> None:
         goal = f"{{arguments_json: '{json.dumps(arguments)}'}}"
-        self.proc = subprocess.Popen(
-            ["ros2", "action", "send_goal", f"/toolkit/tools/{tool}", "rpent/action/CallTool", goal, "--feedback"],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        self.lines: list[str] = []
-        self.changed = threading.Condition()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        for line in self.proc.stdout:
-            with self.changed:
-                self.lines.append(line)
-                self.changed.notify_all()
-
-    @property
-    def output(self) -> str:
-        with self.changed:
-            return "".join(self.lines)
+        super().__init__(["ros2", "action", "send_goal", f"/toolkit/tools/{tool}", "rpent/action/CallTool", goal,
+                          "--feedback"], env={**os.environ, "PYTHONUNBUFFERED": "1"})  # lines as a terminal shows them
 
     def wait_for(self, text: str, timeout_s: float) -> None:
-        with self.changed:
-            self.changed.wait_for(lambda: text in "".join(self.lines) or self.proc.poll() is not None, timeout_s)
-        assert text in self.output, f"no {text!r} within {timeout_s} s:\n{self.output[-3000:]}"
+        assert self.wait_for_text(text, timeout_s), f"no {text!r} within {timeout_s} s:\n{self.output[-3000:]}"
 
     def finished(self, timeout_s: float) -> str:
         self.wait_for("Goal finished with status:", timeout_s)
