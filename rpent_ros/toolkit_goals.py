@@ -67,8 +67,8 @@ class _Goal:
     """One accepted goal. `lock` guards what the toolkit's threads and the executor's share."""
 
     __slots__ = ("accepted_at", "call", "cancel", "cancel_reached", "confirmed", "handle", "lock", "message",
-                 "pending", "progress", "queued_said", "result", "running_since", "sent_at", "stage", "started",
-                 "status_at")
+                 "pending", "progress", "queued_said", "result", "running_said", "running_since", "sent_at", "stage",
+                 "started", "status_at")
 
     def __init__(self, handle: ServerGoalHandle) -> None:
         self.handle = handle
@@ -81,6 +81,7 @@ class _Goal:
         self.stage, self.message, self.progress = "accepted", "", None
         self.queued_said = False  # "queued" goes out with a tick, once, if the call still waits then
         self.running_since: float | None = None
+        self.running_said = False  # a "running" feedback went out (see _publish)
         self.started = False  # EXECUTING on the status topic (its call ran)
         self.accepted_at = self.status_at = time.monotonic()  # status_at: when its status last went out
         self.confirmed = False  # its status went out ANNOUNCE_AFTER_S after acceptance
@@ -263,6 +264,14 @@ class ToolkitGoals:
     def _publish(self, goal: _Goal, poses: list[PoseStamped], now: float) -> None:
         """Send the goal's current stage (call with goal.lock held, so a later stage never overtakes it)."""
         elapsed = now - goal.running_since if goal.running_since is not None else 0.0
+        if goal.running_since is not None and not goal.running_said and goal.stage not in ("running", "done"):
+            # A tool's own first stage ("moving", "awaiting_approval") can replace "running" within
+            # STATUS_LEAD_S, before any feedback may go out; the client still hears that the call ran
+            # first, as an in-process listener does. A call that ends that quickly sends only "done".
+            goal.handle.publish_feedback(CallTool.Feedback(
+                **feedback_fields("running", "", None), elapsed_s=elapsed, poses=poses))
+        if goal.running_since is not None:
+            goal.running_said = True
         goal.handle.publish_feedback(CallTool.Feedback(
             **feedback_fields(goal.stage, goal.message, goal.progress), elapsed_s=elapsed, poses=poses))
         goal.sent_at, goal.pending = now, False

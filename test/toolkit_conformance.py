@@ -121,6 +121,19 @@ def a_motion_moves_the_robot_and_reports_its_stages(toolkit: ToolkitAPI) -> None
 
 
 @case
+def a_listener_hears_running_before_the_tools_own_stage(toolkit: ToolkitAPI) -> None:
+    # The toy's move_to reports "moving" the moment it starts, as the Franka's motions do; over ROS that
+    # replaced "running" before the first feedback could go out, and a client waiting for "running" waited
+    # for ever (test_launch_rclpy's Ctrl-C case, on a quiet machine).
+    stages = Stages()
+    call = toolkit.submit("move_to", FAR, on_stage=stages)
+    assert stages.wait_for("moving"), stages.seen
+    call.cancel()
+    call.result(timeout=WAIT_S)
+    assert "running" in stages.seen and stages.seen.index("running") < stages.seen.index("moving"), stages.seen
+
+
+@case
 def a_bad_argument_is_refused_before_anything_moves(toolkit: ToolkitAPI) -> None:
     result = toolkit.execute_tool("move_to", {"x_m": 5, "y_m": 0.1})
     assert result.is_error and "x_m" in result.error and "less than or equal to 0.6" in result.error
