@@ -30,7 +30,8 @@ from pathlib import Path
 import numpy as np
 
 # One geometry for the arm: rviz's link transforms use the same math as the safety envelope.
-from robots.franka.kinematics import axis_angle_matrix, quaternion_xyzw, transform
+from robots.franka.kinematics import axis_angle_matrix, transform
+from rpent.runtime.types import quat_from_matrix
 
 ARM_JOINT_COUNT = 7
 # Where franky-sim (robots.franka.sim.SimScene.dual) puts the two arms of the dual setup, in the
@@ -115,7 +116,7 @@ class LinkTransform:
 
     @property
     def quaternion(self) -> tuple[float, float, float, float]:
-        return quaternion_xyzw(self.matrix[:3, :3])
+        return quat_from_matrix(self.matrix[:3, :3])
 
 
 @dataclass(frozen=True)

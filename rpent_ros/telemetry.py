@@ -17,7 +17,7 @@ from std_msgs.msg import Header, String
 from tf2_msgs.msg import TFMessage
 
 from rpent.runtime.camera import CameraFrame
-from rpent.runtime.types import ArmState
+from rpent.runtime.types import ArmState, quat_from_matrix
 from rpent_ros.camera_topics import (
     CalibrationFields,
     CameraPlacement,
@@ -31,7 +31,7 @@ from rpent_ros.camera_topics import (
 )
 from rpent_ros.diagnostics import PublishHealth
 from rpent_ros.image_msgs import depth_to_image_msg, frame_to_image_msg
-from rpent_ros.robot_description import ArmDescription, LinkTransform, quaternion_xyzw, transform
+from rpent_ros.robot_description import ArmDescription, LinkTransform, transform
 
 if TYPE_CHECKING:
     from robots.franka.camera_mount import CameraMount
@@ -185,7 +185,7 @@ class CameraTelemetry:
         if placement is None:
             return
         msg = _transform_msg(stamp, placement.parent, placement.child, placement.matrix[:3, 3],
-                             quaternion_xyzw(placement.matrix[:3, :3]))
+                             quat_from_matrix(placement.matrix[:3, :3]))
         if not placement.static:
             self.tf.publish(TFMessage(transforms=[msg]))
         elif not _same_placement(placement, self._static_sent):  # once, and again only if it changed

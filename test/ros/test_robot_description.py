@@ -22,14 +22,13 @@ import pytest
 import yaml
 from sim_process import franka_sim_process
 
-from rpent.runtime.types import ArmState, quat_angle, quat_from_rpy
+from rpent.runtime.types import ArmState, quat_angle, quat_from_matrix, quat_from_rpy
 from rpent_ros.robot_description import (
     SIM_BASE_XYZ,
     UrdfError,
     base_xyz_for,
     franky_sim_urdf,
     load_arm_description,
-    quaternion_xyzw,
     three_numbers,
     transform,
 )
@@ -135,7 +134,7 @@ def test_quaternion_from_matrix_matches_rpy_for_any_rotation_including_half_turn
     cases = [(math.pi, 0.0, 0.0), (0.0, math.pi, 0.0), (0.0, 0.0, math.pi), (math.pi, 0.0, math.pi / 2)]
     cases += [tuple(rng.uniform(-math.pi, math.pi, 3)) for _ in range(50)]
     for rpy in cases:
-        assert quat_angle(quaternion_xyzw(transform((0, 0, 0), rpy)[:3, :3]), quat_from_rpy(*rpy)) < 1e-6
+        assert quat_angle(quat_from_matrix(transform((0, 0, 0), rpy)[:3, :3]), quat_from_rpy(*rpy)) < 1e-6
 
 
 def test_fingers_open_to_the_gripper_width() -> None:
@@ -230,7 +229,7 @@ def test_hand_tcp_matches_frankys_end_effector_pose_over_fci() -> None:
                 reported = arm._robot.state.O_T_EE
                 tcp = described.link_pose("left_hand_tcp", described.joint_positions(state.joints))
                 assert math.dist(tcp[:3, 3], reported.translation) < POS_TOL_M
-                assert quat_angle(quaternion_xyzw(tcp[:3, :3]), reported.quaternion) < ANGLE_TOL_RAD
+                assert quat_angle(quat_from_matrix(tcp[:3, :3]), reported.quaternion) < ANGLE_TOL_RAD
         finally:
             arm.close()
 
