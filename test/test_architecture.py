@@ -5,12 +5,13 @@ Every `import`, `from ... import` (module level, inside functions, under TYPE_CH
 is read with `ast`, without importing anything, and each one that points outward fails the test
 with the file, the line, the import and the rule it breaks.
 
-The layering is data (LAYERS, FORBIDDEN): change the rules there, not in the walker.
+The layering is data (LAYERS, ROBOT_ROS, FORBIDDEN): change the rules there, not in the walker.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -39,32 +40,24 @@ LAYERS: dict[str, str] = {
     "rpent.dashboard": "dashboard",
     "rpent.cli": "cli",
     "rpent.__main__": "entry",
-    # rosidl installs the generated interfaces into the rpent package: they are ROS, not core.
-    "rpent.msg": "ros",
-    "rpent.srv": "ros",
-    "rpent.action": "ros",
     "rpent_ros": "ros",
-    "rclpy": "ros",
-    "rcl_interfaces": "ros",
-    "rosidl_runtime_py": "ros",
-    "builtin_interfaces": "ros",
-    "action_msgs": "ros",
-    "std_msgs": "ros",
-    "sensor_msgs": "ros",
-    "geometry_msgs": "ros",
-    "lifecycle_msgs": "ros",
-    "diagnostic_msgs": "ros",
-    "tf2_ros": "ros",
-    "tf2_msgs": "ros",
-    "launch": "ros",
-    "launch_ros": "ros",
-    "ament_index_python": "ros",
+    # The ROS client libraries and message packages: rpent_ros's to import. rosidl installs the
+    # generated interfaces into the rpent package: they are ROS, not core.
+    **dict.fromkeys(("rpent.msg", "rpent.srv", "rpent.action", "rclpy", "rcl_interfaces", "rosidl_runtime_py",
+                     "builtin_interfaces", "action_msgs", "std_msgs", "sensor_msgs", "geometry_msgs",
+                     "lifecycle_msgs", "diagnostic_msgs", "tf2_ros", "tf2_msgs", "sensor_msgs_py", "launch",
+                     "launch_ros", "ament_index_python"), "ros_client"),
     "robots": "robots",
 }
+#: A robot's own ROS package, `robots.<name>.ros` (its nodes, built on rpent_ros): any robot's, by the
+#: pattern, so adding a robot edits nothing here. It beats LAYERS.
+ROBOT_ROS = re.compile(r"^(robots\.[A-Za-z_][A-Za-z0-9_]*\.ros)(\.|$)")
 
 # Layer -> {forbidden target layer: why}. Everything above a layer is forbidden to it.
 _OUTWARD = "rpent imports neither robots nor ROS: robots are found by name, ROS lives in rpent_ros"
 _CLI = "only rpent/__main__.py imports rpent.cli: the cli parses arguments and prints, nothing builds on it"
+_ROBOT_ROS_LOADED = ("a robot's ROS package (robots.<name>.ros) is loaded only by rpent_ros, by name "
+                     "(rpent_ros/robot_ros.py), and imported only from within itself")
 FORBIDDEN: dict[str, dict[str, str]] = {
     "core": {
         "dashboard": "core publishes through rpent.tools.events.DashboardEventSink, it never imports the dashboard",
@@ -92,11 +85,19 @@ FORBIDDEN: dict[str, dict[str, str]] = {
                   "ros": _OUTWARD},
     "cli": {"robots": _OUTWARD, "ros": _OUTWARD},
     "entry": {"robots": _OUTWARD, "ros": _OUTWARD},
-    "robots": {"ros": "robots run without ROS: only rpent_ros imports rclpy; a robot declares its runtime "
-                      "nodes as data (RobotSpec.runtime_nodes)",
+    "robots": {"ros": "robots run without ROS: only rpent_ros and a robot's own robots.<name>.ros import "
+                      "rpent_ros; a robot declares its runtime nodes as data (RobotSpec.runtime_nodes)",
+               "robot_ros": _ROBOT_ROS_LOADED,
                "cli": _CLI,
                "dashboard": "a robot describes its dashboard as data (rpent.robot); the dashboard is above robots"},
-    "ros": {"cli": _CLI},
+    "robot_ros": {"ros_client": "a robot's ROS package builds on rpent_ros (ManagedRuntimeNode, RuntimeNode, "
+                                "ArmTelemetry, ...): what touches rclpy or a message package is rpent_ros's",
+                  "robot_ros": "a robot's ROS package imports no other robot's",
+                  "cli": _CLI, "dashboard": "a robot describes its dashboard as data (rpent.robot)"},
+    "ros": {"cli": _CLI,
+            "robots": "rpent_ros imports no robot (lazily or under TYPE_CHECKING neither): robots are found by "
+                      "name, and a robot's nodes are its own (robots.<name>.ros, loaded by rpent_ros.robot_ros)",
+            "robot_ros": _ROBOT_ROS_LOADED},
     "record": {**{layer: "the record is below the toolkit: rpent.tools and everything above write it, rpent.record "
                          "imports none of them" for layer in ("core", "planner", "mcp", "runner", "eval", "dashboard",
                                                                "cli", "entry")},
@@ -107,6 +108,13 @@ FORBIDDEN: dict[str, dict[str, str]] = {
 for _rules in FORBIDDEN.values():
     if "core" in _rules:
         _rules.update(rpc_transport=_rules["core"], rpc_facades=_rules["core"])
+# What may not import rpent_ros may not import the ROS client libraries either; what may not import
+# robots may not import a robot's ROS package.
+for _rules in FORBIDDEN.values():
+    if "ros" in _rules:
+        _rules.setdefault("ros_client", _rules["ros"])
+    if "robots" in _rules:
+        _rules.setdefault("robot_ros", _rules["robots"])
 FORBIDDEN["rpc_facades"] = dict(FORBIDDEN["core"])
 FORBIDDEN["rpc_transport"] = {**FORBIDDEN["core"], "rpc_facades": "transports carry calls for any facade: "
                               "rpent.rpc.facades builds on rpent.rpc.transport, never the other way round"}
@@ -133,11 +141,18 @@ class Violation:
 
 
 def layer_of(module: str) -> str | None:
+    if ROBOT_ROS.match(module):
+        return "robot_ros"
     best = None
     for prefix, layer in LAYERS.items():
         if (module == prefix or module.startswith(prefix + ".")) and (best is None or len(prefix) > len(best[0])):
             best = (prefix, layer)
     return None if best is None else best[1]
+
+
+def _robot_ros_of(module: str) -> str | None:
+    match = ROBOT_ROS.match(module)
+    return match.group(1) if match else None
 
 
 def module_name(root: Path, path: Path) -> str:
@@ -196,6 +211,8 @@ def violations(root: Path, packages: tuple[str, ...] = PACKAGES) -> list[Violati
             rel = str(path.relative_to(root))
             for imp in imports_in(source, importer, path=rel, is_package=path.name == "__init__.py"):
                 target_layer = layer_of(imp.target)
+                if target_layer == "robot_ros" and _robot_ros_of(imp.target) == _robot_ros_of(importer):
+                    continue  # a robot's ROS package imports itself
                 if target_layer in rules:
                     found.setdefault((imp.path, imp.line, target_layer or ""),
                                      Violation(imp, importer_layer or "", target_layer or "", rules[target_layer]))
@@ -210,7 +227,7 @@ def test_no_import_points_outward():
 
 def test_every_layer_with_rules_is_a_layer_modules_belong_to():
     # A typo in FORBIDDEN (a layer no module maps to) would silently check nothing.
-    layers = set(LAYERS.values())
+    layers = set(LAYERS.values()) | {"robot_ros"}  # robot_ros: by the ROBOT_ROS pattern
     assert set(FORBIDDEN) <= layers
     assert all(set(rules) <= layers for rules in FORBIDDEN.values())
 
@@ -276,9 +293,9 @@ def test_checker_catches_each_way_of_writing_an_import(tmp_path):
         ("rpent/mcp/bridge.py", 5, "rpent.cli.main", "cli"),
         ("rpent/mcp/bridge.py", 7, "rpent.planner.base.Planner", "planner"),
         ("rpent/mcp/bridge.py", 11, "rpent.planner.api", "planner"),
-        ("rpent/mcp/bridge.py", 11, "rclpy", "ros"),
+        ("rpent/mcp/bridge.py", 11, "rclpy", "ros_client"),
         ("rpent/mcp/bridge.py", 15, "rpent.runner.logs.setup_console", "runner"),
-        ("robots/arm/__init__.py", 1, "rclpy.node.Node", "ros"),
+        ("robots/arm/__init__.py", 1, "rclpy.node.Node", "ros_client"),
         ("rpent_ros/node.py", 1, "rpent.cli.main.build_parser", "cli"),
     }
 
@@ -326,6 +343,60 @@ def test_checker_names_a_record_module_that_imports_the_toolkit(tmp_path):
         "rpent/record/steps.py:2: `from rpent.tools.result import ToolResult` -> record imports core, which is "
         "forbidden: " + FORBIDDEN["record"]["core"]
     ]
+
+
+# -- a robot's ROS nodes are the robot's ----------------------------------------------------------
+
+#: A robot (named `crane`, listed nowhere) whose ROS package keeps the rules: its nodes build on rpent_ros
+#: and import the robot and each other; rpent_ros reaches them only by a name computed at run time.
+_ROBOT_ROS = {
+    "rpent/__init__.py": "",
+    "robots/__init__.py": "",
+    "robots/crane/__init__.py": "",
+    "robots/crane/config.py": "import json\n",
+    "robots/crane/ros/__init__.py": "",
+    "robots/crane/ros/hoist_node.py": "from robots.crane.config import json\nfrom robots.crane.ros.params import NAME\n"
+                                      "from rpent_ros.managed_node import ManagedRuntimeNode\n",
+    "robots/crane/ros/params.py": "from rpent_ros.params import Param\n",
+    "rpent_ros/__init__.py": "",
+    "rpent_ros/robot_ros.py": "import importlib\n\n\ndef load(package):\n"
+                              "    return importlib.import_module(f\"{package}.ros\")\n",
+}
+
+
+def _planted(tmp_path: Path, module: str, line: str) -> list[tuple[str, str, str]]:
+    assert violations(_tree(tmp_path / "kept", _ROBOT_ROS)) == []
+    root = _tree(tmp_path / "planted", {**_ROBOT_ROS, module: line})
+    return [(v.found.path, v.importer, v.imported) for v in violations(root)]
+
+
+@pytest.mark.parametrize(("line", "imported"), [
+    ("from robots.crane.config import json\n", "robots"),  # module level
+    ("def node():\n    from robots.crane.ros.hoist_node import HoistNode\n    return HoistNode\n", "robot_ros"),  # lazy
+    ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from robots.crane.config import json\n", "robots"),
+    ("import importlib\nimportlib.import_module(\"robots.crane.ros\")\n", "robot_ros"),  # a literal name imports
+])
+def test_robot_ros_rule_fails_on_rpent_ros_importing_a_robot(tmp_path, line, imported):
+    assert _planted(tmp_path, "rpent_ros/toolkit_node.py", line) == [("rpent_ros/toolkit_node.py", "ros", imported)]
+
+
+@pytest.mark.parametrize("line", ["import rclpy\n", "from sensor_msgs.msg import JointState\n",
+                                  "def later():\n    from rpent.action import RuntimeCall\n    return RuntimeCall\n"])
+def test_robot_ros_rule_fails_on_a_robots_ros_package_importing_ros_client_libraries(tmp_path, line):
+    assert _planted(tmp_path, "robots/crane/ros/hoist_node.py", line) == [
+        ("robots/crane/ros/hoist_node.py", "robot_ros", "ros_client")]
+
+
+@pytest.mark.parametrize(("module", "line", "imported"), [
+    ("robots/crane/tools.py", "from robots.crane.ros.hoist_node import HoistNode\n", "robot_ros"),
+    ("robots/crane/tools.py", "from rpent_ros.params import Param\n", "ros"),
+    ("robots/crane/tools.py", "import rclpy\n", "ros_client"),
+    ("robots/barge/ros/winch_node.py", "from robots.crane.ros.params import NAME\n", "robot_ros"),
+    ("rpent/robot/discovery.py", "from robots.crane.ros import hoist_node\n", "robot_ros"),
+])
+def test_robot_ros_rule_fails_on_anything_else_importing_a_robots_ros_package_or_ros(tmp_path, module, line, imported):
+    found = _planted(tmp_path, module, line)
+    assert [(path, what) for path, _, what in found] == [(module, imported)]
 
 
 # -- one place for the default model -------------------------------------------------------------

@@ -28,9 +28,10 @@ from sim_process import franka_sim_process  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
+from robots.franka.ros.arm_node import FrankaArmNode  # noqa: E402
+from robots.franka.ros.description import UrdfError, load_arm_description  # noqa: E402
+from robots.franka.ros.gripper_node import FrankaGripperNode  # noqa: E402
 from rpent.runtime.types import quat_from_matrix  # noqa: E402
-from rpent_ros.robot_description import UrdfError, load_arm_description  # noqa: E402
-from rpent_ros.runtime_nodes import FrankaArmNode, FrankaGripperNode  # noqa: E402
 from rpent_ros.telemetry import TF_STATIC_LISTENER  # noqa: E402
 
 from .managed import activated  # noqa: E402

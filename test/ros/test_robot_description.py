@@ -22,16 +22,16 @@ import pytest
 import yaml
 from sim_process import franka_sim_process
 
-from rpent.runtime.types import ArmState, quat_angle, quat_from_matrix, quat_from_rpy
-from rpent_ros.robot_description import (
-    SIM_BASE_XYZ,
+from robots.franka.kinematics import transform
+from robots.franka.ros.description import (
     UrdfError,
     base_xyz_for,
     franky_sim_urdf,
     load_arm_description,
+    sim_base_xyz,
     three_numbers,
-    transform,
 )
+from rpent.runtime.types import ArmState, quat_angle, quat_from_matrix, quat_from_rpy
 
 if TYPE_CHECKING:
     from robots.franka.franky_arm import FrankyArm
@@ -200,7 +200,8 @@ def test_default_arm_placement_is_where_franky_sim_puts_the_arms() -> None:
     from robots.franka.sim import SimScene
 
     # dual_franka gives franky-sim the hosts [left, right] in that order.
-    assert (SIM_BASE_XYZ["left"], SIM_BASE_XYZ["right"]) == SimScene.dual().arm_positions
+    assert (sim_base_xyz()["left"], sim_base_xyz()["right"]) == SimScene.dual().arm_positions
+    assert base_xyz_for("right") == SimScene.dual().arm_positions[1]
     assert base_xyz_for("arm") == SimScene().arm_positions[0]
 
 
