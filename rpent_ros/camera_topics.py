@@ -19,17 +19,26 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from rpent.runtime.camera import CameraFrame, Intrinsics
 
-if TYPE_CHECKING:
-    from robots.franka.camera_mount import CameraMount
-
 PLUMB_BOB = "plumb_bob"
 RATIONAL_POLYNOMIAL = "rational_polynomial"
+
+
+class Mount(Protocol):
+    """What camera_placement reads of a robot's camera mount (the Franka's: robots.franka.camera_mount):
+    fixed or on the wrist of `arm`, and `transform`, T_base_camera or T_flange_camera (None: uncalibrated)."""
+
+    @property
+    def mount(self) -> str: ...
+    @property
+    def arm(self) -> str: ...
+    @property
+    def transform(self) -> np.ndarray | None: ...
 
 
 def optical_frame(camera: str) -> str:
@@ -37,7 +46,7 @@ def optical_frame(camera: str) -> str:
 
 
 def flange_frame(arm: str) -> str:
-    """The FR3 flange in an arm's TF tree (rpent_ros.robot_description names links `<arm>_link8`)."""
+    """The flange in an arm's TF tree (the FR3's description, robots.franka.ros.description, names links `<arm>_link8`)."""
     return f"{arm}_link8"
 
 
@@ -110,7 +119,7 @@ class CameraPlacement:
     static: bool
 
 
-def camera_placement(frame: CameraFrame, mount: CameraMount | None = None) -> CameraPlacement | None:
+def camera_placement(frame: CameraFrame, mount: Mount | None = None) -> CameraPlacement | None:
     """A calibrated wrist camera hangs under its arm's flange (the transform never changes; the arm
     moves it); a fixed one under its base frame. A camera that only knows its pose at capture
     time (no mount) is placed there in the base frame, for that instant. None: no pose known."""

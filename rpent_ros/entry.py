@@ -1,4 +1,5 @@
-"""Where every node executable starts (rpent_ros/scripts/*): import the node's module, then run it.
+"""Where every node executable starts (rpent_ros/scripts/*, and each robot's robots/*/ros/scripts/*):
+import the node's module, then run it.
 
 A launch stopped right after it started sends SIGINT while a node is still importing rclpy and
 rpent; Python would print a KeyboardInterrupt traceback and exit 1. Nothing has started yet then,

@@ -16,6 +16,7 @@ tests that run without ROS 2.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -319,8 +320,6 @@ def package_file(path: str) -> str:
 
 
 def _package_roots() -> list[Path]:
-    import robots
-
     roots = []
     try:
         from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
@@ -331,7 +330,10 @@ def _package_roots() -> list[Path]:
             pass
     except ImportError:  # no ROS 2 sourced
         pass
-    roots.append(Path(robots.__file__).resolve().parent.parent)
+    # Found by name, not imported: rpent_ros imports no robot package (test_architecture).
+    robots = importlib.util.find_spec("robots")
+    for folder in (robots.submodule_search_locations or []) if robots is not None else []:
+        roots.append(Path(folder).resolve().parent)
     return roots
 
 

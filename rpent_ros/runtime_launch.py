@@ -15,9 +15,6 @@ from rpent_ros.launch_helpers import managed_node, ros_node
 from rpent_ros.params import flag_errors_as_parameters, namespace_from_params
 from rpent_ros.remote_runtime import declared_parts
 
-#: The runtime node executables that are lifecycle nodes (taken to `runtime_state` by the launch).
-MANAGED_NODE_TYPES = frozenset({"franka_arm_node", "franka_gripper_node", "camera_node", "vla_client_node"})
-
 
 def robot_runtime_nodes(robot: str, flags: Mapping[str, Any]) -> list[RuntimeNodeComponent]:
     """The runtime nodes `robot` declares for these `rpent run` flags (as the toolkit node parses them)."""
@@ -30,17 +27,19 @@ def runtime_node_actions(get: Callable[[str], str], parts: Sequence[RuntimeNodeC
                          deployment: Callable[[RuntimeNodeComponent], Mapping[str, Any]]) -> list[Any]:
     """One node per declared node name, in declaration order. Its parameters: its parts' declared
     ones, then `deployment(part)` (what the launch's own arguments set for that part)."""
-    nodes: dict[str, tuple[str, dict[str, Any]]] = {}
+    nodes: dict[str, tuple[str, bool, dict[str, Any]]] = {}
     for part in parts:
-        node_type, params = nodes.setdefault(part.node_name, (part.node_type, {}))
-        if node_type != part.node_type:
-            raise ValueError(f"runtime node {part.node_name}: declared as both {node_type} and {part.node_type}")
+        node_type, managed, params = nodes.setdefault(part.node_name, (part.node_type, part.managed, {}))
+        if (node_type, managed) != (part.node_type, part.managed):
+            raise ValueError(f"runtime node {part.node_name}: declared as both {node_type} (managed: {managed}) "
+                             f"and {part.node_type} (managed: {part.managed})")
         params.update(part.parameters)
         params.update(deployment(part))
     actions: list[Any] = []
-    for name, (node_type, params) in nodes.items():
+    for name, (node_type, managed, params) in nodes.items():
+        # Lifecycle nodes are taken to `runtime_state` by the launch; which ones are is the robot's to say.
         node = {"package": "rpent", "executable": node_type, "name": name, "parameters": [params], "output": "screen"}
-        actions += managed_node(get, **node) if node_type in MANAGED_NODE_TYPES else [ros_node(get, **node)]
+        actions += managed_node(get, **node) if managed else [ros_node(get, **node)]
     return actions
 
 

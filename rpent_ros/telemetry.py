@@ -3,8 +3,8 @@ point clouds and camera frames in TF."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import Protocol
 
 import numpy as np
 from builtin_interfaces.msg import Time
@@ -17,10 +17,11 @@ from std_msgs.msg import Header, String
 from tf2_msgs.msg import TFMessage
 
 from rpent.runtime.camera import CameraFrame
-from rpent.runtime.types import ArmState
+from rpent.runtime.types import ArmState, quat_from_matrix, quat_from_rpy
 from rpent_ros.camera_topics import (
     CalibrationFields,
     CameraPlacement,
+    Mount,
     calibration_fields,
     camera_placement,
     cloud_points,
@@ -31,10 +32,33 @@ from rpent_ros.camera_topics import (
 )
 from rpent_ros.diagnostics import PublishHealth
 from rpent_ros.image_msgs import depth_to_image_msg, frame_to_image_msg
-from rpent_ros.robot_description import ArmDescription, LinkTransform, quaternion_xyzw, transform
 
-if TYPE_CHECKING:
-    from robots.franka.camera_mount import CameraMount
+
+class LinkPlacement(Protocol):
+    """One link's transform from its parent, as a robot's arm description gives it."""
+
+    @property
+    def parent(self) -> str: ...
+    @property
+    def child(self) -> str: ...
+    @property
+    def translation(self) -> tuple[float, float, float]: ...
+    @property
+    def quaternion(self) -> tuple[float, float, float, float]: ...
+
+
+class ArmModel(Protocol):
+    """What ArmTelemetry reads of a robot's arm description (the Franka's: robots.franka.ros.description):
+    its URDF, and the link transforms for given joint positions. rpent_ros knows no robot's model."""
+
+    @property
+    def urdf(self) -> str: ...
+    @property
+    def finger_joints(self) -> tuple[str, ...]: ...
+    def joint_positions(self, arm_q: Sequence[float] = (), gripper_width_m: float | None = None) -> dict[str, float]: ...
+    def resolved(self, positions: Mapping[str, float]) -> dict[str, float]: ...
+    def transforms(self, positions: Mapping[str, float], moving_only: bool = True) -> Sequence[LinkPlacement]: ...
+
 
 # Latched topics (robot_description, /tf_static): a subscriber that joins later still gets the last message.
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
@@ -57,7 +81,7 @@ def _transform_msg(stamp: Time, parent: str, child: str, xyz: Sequence[float], x
 
 
 class ArmTelemetry:
-    """Everything rviz needs to draw one FR3 arm, without robot_state_publisher.
+    """Everything rviz needs to draw one arm, without robot_state_publisher.
 
     The arm's owner (`static=True`) latches the URDF on `/<prefix>/robot_description` and, on
     /tf_static, `<world_frame> -> <prefix>_link0` (the arm's placement) plus every fixed joint of
@@ -71,7 +95,7 @@ class ArmTelemetry:
         self,
         node: Node,
         prefix: str,
-        description: ArmDescription | None = None,
+        description: ArmModel | None = None,
         *,
         base_xyz: Sequence[float] = (0.0, 0.0, 0.0),
         base_rpy: Sequence[float] = (0.0, 0.0, 0.0),
@@ -86,11 +110,11 @@ class ArmTelemetry:
         if not static:
             return
         stamp = node.get_clock().now().to_msg()
-        base = LinkTransform(world_frame, f"{prefix}_link0", transform(base_xyz, base_rpy))
+        base = _transform_msg(stamp, world_frame, f"{prefix}_link0", base_xyz, quat_from_rpy(*base_rpy))
         fixed = [] if description is None else description.transforms({}, moving_only=False)
         self.tf_static = node.create_publisher(TFMessage, "/tf_static", LATCHED)
         self.tf_static.publish(TFMessage(transforms=[
-            _transform_msg(stamp, t.parent, t.child, t.translation, t.quaternion) for t in (base, *fixed)
+            base, *(_transform_msg(stamp, t.parent, t.child, t.translation, t.quaternion) for t in fixed)
         ]))
         if description is not None:
             self.robot_description = node.create_publisher(String, f"/{prefix}/robot_description", LATCHED)
@@ -133,14 +157,14 @@ class CameraTelemetry:
     """One camera's topics for rviz (rpent_ros.camera_topics names them): colour, aligned depth,
     their CameraInfo, a coloured point cloud, and the camera's optical frame in TF.
 
-    `mount` (a robots.franka.camera_mount.CameraMount) hangs a calibrated wrist camera under its
+    `mount` (a robot's camera mount: rpent_ros.camera_topics.Mount) hangs a calibrated wrist camera under its
     arm's flange; without it the frame's own pose places the camera. `cloud_stride` keeps every
     n-th pixel in each direction for the point cloud (0: no cloud). `health` counts the frames sent
     and those that could not be (the error still goes up to the caller): a node's diagnostics watch
     it, so a camera whose topics went silent is an ERROR there (rpent_ros.diagnostics).
     """
 
-    def __init__(self, node: Node, camera: str, *, mount: CameraMount | None = None, cloud_stride: int = 2) -> None:
+    def __init__(self, node: Node, camera: str, *, mount: Mount | None = None, cloud_stride: int = 2) -> None:
         self.node = node
         self.camera = camera
         self.mount = mount
@@ -185,7 +209,7 @@ class CameraTelemetry:
         if placement is None:
             return
         msg = _transform_msg(stamp, placement.parent, placement.child, placement.matrix[:3, 3],
-                             quaternion_xyzw(placement.matrix[:3, :3]))
+                             quat_from_matrix(placement.matrix[:3, :3]))
         if not placement.static:
             self.tf.publish(TFMessage(transforms=[msg]))
         elif not _same_placement(placement, self._static_sent):  # once, and again only if it changed

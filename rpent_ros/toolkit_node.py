@@ -41,7 +41,7 @@ from rpent_ros.params import (
     parse_robot_config,
     toolkit_parameters,
 )
-from rpent_ros.runtime_nodes import start_inprocess_telemetry
+from rpent_ros.robot_ros import start_inprocess_telemetry
 from rpent_ros.security.exposure import exposure_warning
 from rpent_ros.signals import shield_shutdown
 from rpent_ros.spinning import BackgroundSpin
@@ -95,7 +95,7 @@ class ToolkitNode(Node):
             rate = own["publish_rate_hz"]
             # Cameras too, on request (camera_rate_hz > 0): colour, depth, CameraInfo, points, TF.
             camera_rate = own["camera_rate_hz"]
-            start_inprocess_telemetry(self, self.runtime_kwargs.get("runtime"), rate, camera_rate)
+            start_inprocess_telemetry(self, self.spec, self.runtime_kwargs.get("runtime"), rate, camera_rate)
         elif self.runtime_mode == "ros":
             from rpent_ros.remote_runtime import build_remote_runtime
 

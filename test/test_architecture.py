@@ -5,21 +5,18 @@ Every `import`, `from ... import` (module level, inside functions, under TYPE_CH
 is read with `ast`, without importing anything, and each one that points outward fails the test
 with the file, the line, the import and the rule it breaks.
 
-The layering is data (LAYERS, FORBIDDEN): change the rules there, not in the walker.
+The layering is data (LAYERS, ROBOT_ROS, FORBIDDEN): change the rules there, not in the walker
+(import_reading.py). The other structure rules are test_architecture_units.py's.
 """
 
 from __future__ import annotations
 
-import ast
-import textwrap
-from collections.abc import Iterator
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("rpent", "rpent_ros", "robots")
+from import_reading import PACKAGES, ROOT, Import, imports_in, module_name, write_tree
 
 # Module prefix -> layer; the longest matching prefix wins, so `rpent.planner` beats `rpent`.
 LAYERS: dict[str, str] = {
@@ -39,32 +36,24 @@ LAYERS: dict[str, str] = {
     "rpent.dashboard": "dashboard",
     "rpent.cli": "cli",
     "rpent.__main__": "entry",
-    # rosidl installs the generated interfaces into the rpent package: they are ROS, not core.
-    "rpent.msg": "ros",
-    "rpent.srv": "ros",
-    "rpent.action": "ros",
     "rpent_ros": "ros",
-    "rclpy": "ros",
-    "rcl_interfaces": "ros",
-    "rosidl_runtime_py": "ros",
-    "builtin_interfaces": "ros",
-    "action_msgs": "ros",
-    "std_msgs": "ros",
-    "sensor_msgs": "ros",
-    "geometry_msgs": "ros",
-    "lifecycle_msgs": "ros",
-    "diagnostic_msgs": "ros",
-    "tf2_ros": "ros",
-    "tf2_msgs": "ros",
-    "launch": "ros",
-    "launch_ros": "ros",
-    "ament_index_python": "ros",
+    # The ROS client libraries and message packages: rpent_ros's to import. rosidl installs the
+    # generated interfaces into the rpent package: they are ROS, not core.
+    **dict.fromkeys(("rpent.msg", "rpent.srv", "rpent.action", "rclpy", "rcl_interfaces", "rosidl_runtime_py",
+                     "builtin_interfaces", "action_msgs", "std_msgs", "sensor_msgs", "geometry_msgs",
+                     "lifecycle_msgs", "diagnostic_msgs", "tf2_ros", "tf2_msgs", "sensor_msgs_py", "launch",
+                     "launch_ros", "ament_index_python"), "ros_client"),
     "robots": "robots",
 }
+#: A robot's own ROS package, `robots.<name>.ros` (its nodes, built on rpent_ros): any robot's, by the
+#: pattern, so adding a robot edits nothing here. It beats LAYERS.
+ROBOT_ROS = re.compile(r"^(robots\.[A-Za-z_][A-Za-z0-9_]*\.ros)(\.|$)")
 
 # Layer -> {forbidden target layer: why}. Everything above a layer is forbidden to it.
 _OUTWARD = "rpent imports neither robots nor ROS: robots are found by name, ROS lives in rpent_ros"
 _CLI = "only rpent/__main__.py imports rpent.cli: the cli parses arguments and prints, nothing builds on it"
+_ROBOT_ROS_LOADED = ("a robot's ROS package (robots.<name>.ros) is loaded only by rpent_ros, by name "
+                     "(rpent_ros/robot_ros.py), and imported only from within itself")
 FORBIDDEN: dict[str, dict[str, str]] = {
     "core": {
         "dashboard": "core publishes through rpent.tools.events.DashboardEventSink, it never imports the dashboard",
@@ -92,11 +81,19 @@ FORBIDDEN: dict[str, dict[str, str]] = {
                   "ros": _OUTWARD},
     "cli": {"robots": _OUTWARD, "ros": _OUTWARD},
     "entry": {"robots": _OUTWARD, "ros": _OUTWARD},
-    "robots": {"ros": "robots run without ROS: only rpent_ros imports rclpy; a robot declares its runtime "
-                      "nodes as data (RobotSpec.runtime_nodes)",
+    "robots": {"ros": "robots run without ROS: only rpent_ros and a robot's own robots.<name>.ros import "
+                      "rpent_ros; a robot declares its runtime nodes as data (RobotSpec.runtime_nodes)",
+               "robot_ros": _ROBOT_ROS_LOADED,
                "cli": _CLI,
                "dashboard": "a robot describes its dashboard as data (rpent.robot); the dashboard is above robots"},
-    "ros": {"cli": _CLI},
+    "robot_ros": {"ros_client": "a robot's ROS package builds on rpent_ros (ManagedRuntimeNode, RuntimeNode, "
+                                "ArmTelemetry, ...): what touches rclpy or a message package is rpent_ros's",
+                  "robot_ros": "a robot's ROS package imports no other robot's",
+                  "cli": _CLI, "dashboard": "a robot describes its dashboard as data (rpent.robot)"},
+    "ros": {"cli": _CLI,
+            "robots": "rpent_ros imports no robot (lazily or under TYPE_CHECKING neither): robots are found by "
+                      "name, and a robot's nodes are its own (robots.<name>.ros, loaded by rpent_ros.robot_ros)",
+            "robot_ros": _ROBOT_ROS_LOADED},
     "record": {**{layer: "the record is below the toolkit: rpent.tools and everything above write it, rpent.record "
                          "imports none of them" for layer in ("core", "planner", "mcp", "runner", "eval", "dashboard",
                                                                "cli", "entry")},
@@ -107,17 +104,16 @@ FORBIDDEN: dict[str, dict[str, str]] = {
 for _rules in FORBIDDEN.values():
     if "core" in _rules:
         _rules.update(rpc_transport=_rules["core"], rpc_facades=_rules["core"])
+# What may not import rpent_ros may not import the ROS client libraries either; what may not import
+# robots may not import a robot's ROS package.
+for _rules in FORBIDDEN.values():
+    if "ros" in _rules:
+        _rules.setdefault("ros_client", _rules["ros"])
+    if "robots" in _rules:
+        _rules.setdefault("robot_ros", _rules["robots"])
 FORBIDDEN["rpc_facades"] = dict(FORBIDDEN["core"])
 FORBIDDEN["rpc_transport"] = {**FORBIDDEN["core"], "rpc_facades": "transports carry calls for any facade: "
                               "rpent.rpc.facades builds on rpent.rpc.transport, never the other way round"}
-
-
-@dataclass(frozen=True)
-class Import:
-    path: str  # relative to the scanned root
-    line: int
-    source: str  # the import as written
-    target: str  # absolute dotted module it names
 
 
 @dataclass(frozen=True)
@@ -133,6 +129,8 @@ class Violation:
 
 
 def layer_of(module: str) -> str | None:
+    if ROBOT_ROS.match(module):
+        return "robot_ros"
     best = None
     for prefix, layer in LAYERS.items():
         if (module == prefix or module.startswith(prefix + ".")) and (best is None or len(prefix) > len(best[0])):
@@ -140,49 +138,9 @@ def layer_of(module: str) -> str | None:
     return None if best is None else best[1]
 
 
-def module_name(root: Path, path: Path) -> str:
-    parts = list(path.relative_to(root).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
-
-
-def _resolve(module: str | None, level: int, importer: str, is_package: bool) -> str:
-    if level == 0:
-        return module or ""
-    base = importer.split(".") if is_package else importer.split(".")[:-1]
-    base = base[: len(base) - (level - 1)]
-    return ".".join([*base, module] if module else base)
-
-
-def _literal_import(node: ast.Call) -> str | None:
-    func = node.func
-    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
-    if name not in ("import_module", "__import__") or not node.args:
-        return None
-    first = node.args[0]
-    if isinstance(first, ast.Constant) and isinstance(first.value, str) and not first.value.startswith("."):
-        return first.value
-    return None  # a name built at run time: discovery by name, which the rules allow
-
-
-def imports_in(source: str, importer: str, *, path: str, is_package: bool = False) -> Iterator[Import]:
-    tree = ast.parse(source, filename=path)
-    lines = source.splitlines()
-    for node in ast.walk(tree):
-        written = lines[node.lineno - 1].strip() if hasattr(node, "lineno") else ""
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                yield Import(path, node.lineno, written, alias.name)
-        elif isinstance(node, ast.ImportFrom):
-            base = _resolve(node.module, node.level, importer, is_package)
-            for alias in node.names:
-                # `from rpent import dashboard` names the package rpent.dashboard, not rpent.
-                yield Import(path, node.lineno, written, base if alias.name == "*" else f"{base}.{alias.name}")
-        elif isinstance(node, ast.Call):
-            target = _literal_import(node)
-            if target is not None:
-                yield Import(path, node.lineno, written, target)
+def _robot_ros_of(module: str) -> str | None:
+    match = ROBOT_ROS.match(module)
+    return match.group(1) if match else None
 
 
 def violations(root: Path, packages: tuple[str, ...] = PACKAGES) -> list[Violation]:
@@ -196,6 +154,8 @@ def violations(root: Path, packages: tuple[str, ...] = PACKAGES) -> list[Violati
             rel = str(path.relative_to(root))
             for imp in imports_in(source, importer, path=rel, is_package=path.name == "__init__.py"):
                 target_layer = layer_of(imp.target)
+                if target_layer == "robot_ros" and _robot_ros_of(imp.target) == _robot_ros_of(importer):
+                    continue  # a robot's ROS package imports itself
                 if target_layer in rules:
                     found.setdefault((imp.path, imp.line, target_layer or ""),
                                      Violation(imp, importer_layer or "", target_layer or "", rules[target_layer]))
@@ -210,21 +170,13 @@ def test_no_import_points_outward():
 
 def test_every_layer_with_rules_is_a_layer_modules_belong_to():
     # A typo in FORBIDDEN (a layer no module maps to) would silently check nothing.
-    layers = set(LAYERS.values())
+    layers = set(LAYERS.values()) | {"robot_ros"}  # robot_ros: by the ROBOT_ROS pattern
     assert set(FORBIDDEN) <= layers
     assert all(set(rules) <= layers for rules in FORBIDDEN.values())
 
 
-def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        path = tmp_path / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text), encoding="utf-8")
-    return tmp_path
-
-
 def test_checker_names_file_line_import_and_rule_of_a_lazy_upward_import(tmp_path):
-    root = _tree(tmp_path, {
+    root = write_tree(tmp_path, {
         "rpent/__init__.py": "",
         "rpent/tools/__init__.py": "",
         "rpent/tools/toolkit.py": """\
@@ -244,7 +196,7 @@ def test_checker_names_file_line_import_and_rule_of_a_lazy_upward_import(tmp_pat
 
 
 def test_checker_catches_each_way_of_writing_an_import(tmp_path):
-    root = _tree(tmp_path, {
+    root = write_tree(tmp_path, {
         "rpent/__init__.py": "",
         "rpent/mcp/__init__.py": "",
         "rpent/mcp/bridge.py": """\
@@ -276,15 +228,15 @@ def test_checker_catches_each_way_of_writing_an_import(tmp_path):
         ("rpent/mcp/bridge.py", 5, "rpent.cli.main", "cli"),
         ("rpent/mcp/bridge.py", 7, "rpent.planner.base.Planner", "planner"),
         ("rpent/mcp/bridge.py", 11, "rpent.planner.api", "planner"),
-        ("rpent/mcp/bridge.py", 11, "rclpy", "ros"),
+        ("rpent/mcp/bridge.py", 11, "rclpy", "ros_client"),
         ("rpent/mcp/bridge.py", 15, "rpent.runner.logs.setup_console", "runner"),
-        ("robots/arm/__init__.py", 1, "rclpy.node.Node", "ros"),
+        ("robots/arm/__init__.py", 1, "rclpy.node.Node", "ros_client"),
         ("rpent_ros/node.py", 1, "rpent.cli.main.build_parser", "cli"),
     }
 
 
 def test_checker_keeps_rpc_transports_below_the_facades(tmp_path):
-    root = _tree(tmp_path, {
+    root = write_tree(tmp_path, {
         "rpent/__init__.py": "",
         "rpent/rpc/__init__.py": "",
         "rpent/rpc/transport/__init__.py": "",
@@ -298,7 +250,7 @@ def test_checker_keeps_rpc_transports_below_the_facades(tmp_path):
 
 
 def test_checker_allows_inward_imports_and_discovery_by_name(tmp_path):
-    root = _tree(tmp_path, {
+    root = write_tree(tmp_path, {
         "rpent/__init__.py": "",
         "rpent/__main__.py": "from rpent.cli.main import main\n",
         "rpent/robot/discovery.py": """\
@@ -316,7 +268,7 @@ def test_checker_allows_inward_imports_and_discovery_by_name(tmp_path):
 
 
 def test_checker_names_a_record_module_that_imports_the_toolkit(tmp_path):
-    root = _tree(tmp_path, {
+    root = write_tree(tmp_path, {
         "rpent/__init__.py": "",
         "rpent/record/__init__.py": "",
         "rpent/record/steps.py": "from rpent.record.values import json_default\nfrom rpent.tools.result import ToolResult\n",
@@ -328,275 +280,55 @@ def test_checker_names_a_record_module_that_imports_the_toolkit(tmp_path):
     ]
 
 
-# -- one place for the default model -------------------------------------------------------------
+# -- a robot's ROS nodes are the robot's ----------------------------------------------------------
 
-SETTINGS = "rpent/settings.py"
-
-
-def model_literals(root: Path, packages: tuple[str, ...] = PACKAGES) -> list[str]:
-    """`file:line` of every `*DEFAULT_MODEL* = "<string>"` outside rpent/settings.py."""
-    found = []
-    for package in packages:
-        for path in sorted((root / package).rglob("*.py")):
-            rel = str(path.relative_to(root))
-            if rel == SETTINGS:
-                continue
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=rel)):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
-                value = getattr(node, "value", None)
-                if (isinstance(value, ast.Constant) and isinstance(value.value, str)
-                        and any(isinstance(t, ast.Name) and "DEFAULT_MODEL" in t.id for t in targets)):
-                    found.append(f"{rel}:{node.lineno}: {targets[0].id} = {value.value!r}")
-    return found
-
-
-def test_default_models_are_defined_in_settings_only():
-    # A planner, RobotAgent or the dashboard that named its own default would disagree with the rest.
-    found = model_literals(ROOT)
-    if found:
-        pytest.fail(f"default models must come from {SETTINGS}:\n" + "\n".join(found), pytrace=False)
-
-
-def test_model_check_finds_a_default_model_defined_outside_settings(tmp_path):
-    root = _tree(tmp_path, {
-        "rpent/settings.py": 'DEFAULT_MODEL = "claude-a"\n',
-        "rpent/planner/codex.py": 'from rpent.settings import DEFAULT_MODEL\nCODEX_DEFAULT_MODEL: str = "gpt-b"\n',
-    })
-    assert model_literals(root) == ["rpent/planner/codex.py:2: CODEX_DEFAULT_MODEL = 'gpt-b'"]
-
-
-# -- the call lifecycle is one unit ---------------------------------------------------------------
-
-#: The modules of a tool call's life (its state machine, admission, cancel and settlement). Outside
-#: rpent.tools a call is reached only through the handle rpent.tools.ToolCall and the ToolkitAPI.
-CALL_UNIT = ("rpent.tools.call", "rpent.tools.scheduler", "rpent.tools.lifecycle")
-CALL_MODULE = "rpent/tools/call.py"
-#: Packages in which no module may import, through any chain, back into itself: all of rpent (the tools'
-#: call lifecycle, eval's plot and results), rpent_ros, and of the robots LIBERO (openpi_policy and vla);
-#: robots/franka joins once franky_arm and joint_steps stop importing each other.
-NO_CIRCLES = ("rpent", "rpent_ros", "robots.libero")
-
-
-def _module_of(target: str, modules: set[str]) -> str | None:
-    """The module of the tree an import names: itself, or the module a name is taken from
-    (`rpent.tools.call.ToolCall` -> `rpent.tools.call`); None outside the tree."""
-    parent = target.rpartition(".")[0]
-    return target if target in modules else parent if parent in modules else None
-
-
-def import_graph(root: Path, package: str) -> dict[str, set[str]]:
-    """Module -> the modules of `package` it imports (lazy and TYPE_CHECKING imports too)."""
-    folder = root / package.replace(".", "/")
-    paths = {module_name(root, path): path for path in sorted(folder.rglob("*.py"))}
-    graph: dict[str, set[str]] = {}
-    for importer, path in paths.items():
-        found = imports_in(path.read_text(encoding="utf-8"), importer, path=str(path.relative_to(root)),
-                           is_package=path.name == "__init__.py")
-        graph[importer] = {m for imp in found if (m := _module_of(imp.target, set(paths))) not in (None, importer)}
-    return graph
-
-
-def import_circles(root: Path, packages: tuple[str, ...] = NO_CIRCLES) -> list[list[str]]:
-    """Each set of modules that import one another in a circle."""
-    return [circle for package in packages for circle in circles_of(import_graph(root, package))]
-
-
-def circles_of(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components of more than one module (Tarjan's algorithm)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    circles: list[list[str]] = []
-
-    def visit(module: str) -> None:
-        index[module] = low[module] = len(index)
-        stack.append(module)
-        for other in sorted(graph.get(module, ())):
-            if other not in index:
-                visit(other)
-                low[module] = min(low[module], low[other])
-            elif other in stack:
-                low[module] = min(low[module], index[other])
-        if low[module] == index[module]:
-            members = []
-            while not members or members[-1] != module:
-                members.append(stack.pop())
-            if len(members) > 1:
-                circles.append(sorted(members))
-
-    for module in sorted(graph):
-        if module not in index:
-            visit(module)
-    return circles
-
-
-def _private_members(root: Path) -> set[str]:
-    """ToolCall's private attributes (from its __slots__) and methods."""
-    tree = ast.parse((root / CALL_MODULE).read_text(encoding="utf-8"))
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ClassDef) and node.name == "ToolCall":
-            for item in node.body:
-                if isinstance(item, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__slots__" for t in item.targets):
-                    names |= {e.value for e in ast.walk(item.value) if isinstance(e, ast.Constant) and isinstance(e.value, str)}
-                elif isinstance(item, ast.FunctionDef):
-                    names.add(item.name)
-    return {name for name in names if name.startswith("_") and not name.endswith("__")}
-
-
-def call_unit_breaches(root: Path, packages: tuple[str, ...] = PACKAGES) -> list[str]:
-    """Where code outside the unit reaches into it: imports of its modules from outside rpent.tools, of
-    its private names from anywhere, and a ToolCall's private attributes touched outside call.py."""
-    private = _private_members(root)
-    found: list[tuple[str, int, str]] = []
-    for package in packages:
-        for path in sorted((root / package).rglob("*.py")):
-            importer = module_name(root, path)
-            rel = str(path.relative_to(root))
-            source = path.read_text(encoding="utf-8")
-            for imp in imports_in(source, importer, path=rel, is_package=path.name == "__init__.py"):
-                unit = next((m for m in CALL_UNIT if imp.target == m or imp.target.startswith(m + ".")), None)
-                if unit is None or unit == importer:
-                    continue
-                if not (importer == "rpent.tools" or importer.startswith("rpent.tools.")):
-                    found.append((rel, imp.line, f"`{imp.source}`: only rpent.tools imports {unit}; "
-                                  "elsewhere use rpent.tools.ToolCall and rpent.tools.api.ToolkitAPI"))
-                elif imp.target.rpartition(".")[2].startswith("_"):
-                    found.append((rel, imp.line, f"`{imp.source}`: a private name of {unit}; "
-                                  "the unit's API is its public names"))
-            if rel == CALL_MODULE:
-                continue
-            lines = source.splitlines()
-            for node in ast.walk(ast.parse(source, filename=rel)):
-                if (isinstance(node, ast.Attribute) and node.attr in private
-                        and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))):
-                    found.append((rel, node.lineno, f"`{lines[node.lineno - 1].strip()}`: {node.attr} is "
-                                  "ToolCall's own; use its public methods (admit, cancel, settle, ...)"))
-    return [f"{rel}:{line}: {text}" for rel, line, text in sorted(found)]
-
-
-def test_no_import_circle_in_the_tools_package():
-    found = import_circles(ROOT)
-    if found:
-        pytest.fail("modules that import one another in a circle:\n" + "\n".join(" -> ".join(c) for c in found),
-                    pytrace=False)
-
-
-def test_nothing_reaches_into_the_call_lifecycle():
-    found = call_unit_breaches(ROOT)
-    if found:
-        pytest.fail("the call lifecycle is reached into:\n" + "\n".join(found), pytrace=False)
-
-
-_UNIT = {
+#: A robot (named `crane`, listed nowhere) whose ROS package keeps the rules: its nodes build on rpent_ros
+#: and import the robot and each other; rpent_ros reaches them only by a name computed at run time.
+_ROBOT_ROS = {
     "rpent/__init__.py": "",
-    "rpent/tools/__init__.py": "from rpent.tools.call import ToolCall\n",
-    "rpent/tools/call.py": """\
-        class ToolCall:
-            __slots__ = ("_gate", "stage")
-
-            def admit(self):
-                self._gate = None
-        """,
-    "rpent/tools/scheduler.py": "from rpent.tools.call import ToolCall\n",
-    "rpent/tools/toolkit.py": "from rpent.tools.scheduler import CallScheduler\n",
+    "robots/__init__.py": "",
+    "robots/crane/__init__.py": "",
+    "robots/crane/config.py": "import json\n",
+    "robots/crane/ros/__init__.py": "",
+    "robots/crane/ros/hoist_node.py": "from robots.crane.config import json\nfrom robots.crane.ros.params import NAME\n"
+                                      "from rpent_ros.managed_node import ManagedRuntimeNode\n",
+    "robots/crane/ros/params.py": "from rpent_ros.params import Param\n",
     "rpent_ros/__init__.py": "",
-    "rpent_ros/goals.py": "from rpent.tools import ToolCall\n",
+    "rpent_ros/robot_ros.py": "import importlib\n\n\ndef load(package):\n"
+                              "    return importlib.import_module(f\"{package}.ros\")\n",
 }
 
 
-def test_call_unit_rules_hold_on_a_unit_that_keeps_them(tmp_path):
-    root = _tree(tmp_path, _UNIT)
-    assert import_circles(root) == []
-    assert call_unit_breaches(root) == []
+def _planted(tmp_path: Path, module: str, line: str) -> list[tuple[str, str, str]]:
+    assert violations(write_tree(tmp_path / "kept", _ROBOT_ROS)) == []
+    root = write_tree(tmp_path / "planted", {**_ROBOT_ROS, module: line})
+    return [(v.found.path, v.importer, v.imported) for v in violations(root)]
 
 
-def test_circle_rule_fails_on_a_planted_import_back(tmp_path):
-    # call.py naming the Toolkit, if only for an annotation, closes call -> toolkit -> scheduler -> call.
-    planted = "from rpent.tools.toolkit import Toolkit\n" + textwrap.dedent(_UNIT["rpent/tools/call.py"])
-    root = _tree(tmp_path, {**_UNIT, "rpent/tools/call.py": planted})
-    assert import_circles(root) == [["rpent.tools.call", "rpent.tools.scheduler", "rpent.tools.toolkit"]]
-
-
-@pytest.mark.parametrize(("module", "back", "other", "forth"), [
-    ("rpent/eval/plot.py", "from rpent.eval.results import _label",
-     "rpent/eval/results.py", "from rpent.eval.plot import plot_success"),
-    ("robots/libero/openpi_policy.py", "from robots.libero.vla import PolicyInputError",
-     "robots/libero/vla.py", "from robots.libero.openpi_policy import OpenpiLiberoPolicy"),
+@pytest.mark.parametrize(("line", "imported"), [
+    ("from robots.crane.config import json\n", "robots"),  # module level
+    ("def node():\n    from robots.crane.ros.hoist_node import HoistNode\n    return HoistNode\n", "robot_ros"),  # lazy
+    ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from robots.crane.config import json\n", "robots"),
+    ("import importlib\nimportlib.import_module(\"robots.crane.ros\")\n", "robot_ros"),  # a literal name imports
 ])
-def test_circle_rule_fails_on_the_circles_issue_25_broke_if_planted_again(tmp_path, module, back, other, forth):
-    package = module.rpartition("/")[0]
-    files = {f"{package.partition('/')[0]}/__init__.py": "", f"{package}/__init__.py": "", other: forth + "\n",
-             module: ""}
-    assert import_circles(_tree(tmp_path / "kept", files)) == []
-    planted = _tree(tmp_path / "planted", {**files, module: back + "\n"})
-    assert import_circles(planted) == [sorted(p.removesuffix(".py").replace("/", ".") for p in (module, other))]
+def test_robot_ros_rule_fails_on_rpent_ros_importing_a_robot(tmp_path, line, imported):
+    assert _planted(tmp_path, "rpent_ros/toolkit_node.py", line) == [("rpent_ros/toolkit_node.py", "ros", imported)]
 
 
-def test_call_unit_rule_fails_on_planted_reaches(tmp_path):
-    root = _tree(tmp_path, {
-        **_UNIT,
-        "rpent_ros/goals.py": "from rpent.tools.scheduler import CallScheduler\n",
-        "rpent/tools/toolkit.py": """\
-            from rpent.tools.call import _latch
+@pytest.mark.parametrize("line", ["import rclpy\n", "from sensor_msgs.msg import JointState\n",
+                                  "def later():\n    from rpent.action import RuntimeCall\n    return RuntimeCall\n"])
+def test_robot_ros_rule_fails_on_a_robots_ros_package_importing_ros_client_libraries(tmp_path, line):
+    assert _planted(tmp_path, "robots/crane/ros/hoist_node.py", line) == [
+        ("robots/crane/ros/hoist_node.py", "robot_ros", "ros_client")]
 
 
-            def drop(call):
-                call._gate.release()
-            """,
-    })
-    assert call_unit_breaches(root) == [
-        "rpent/tools/toolkit.py:1: `from rpent.tools.call import _latch`: a private name of rpent.tools.call; "
-        "the unit's API is its public names",
-        "rpent/tools/toolkit.py:5: `call._gate.release()`: _gate is ToolCall's own; use its public methods "
-        "(admit, cancel, settle, ...)",
-        "rpent_ros/goals.py:1: `from rpent.tools.scheduler import CallScheduler`: only rpent.tools imports "
-        "rpent.tools.scheduler; elsewhere use rpent.tools.ToolCall and rpent.tools.api.ToolkitAPI",
-    ]
-
-
-# -- callers type against the ToolkitAPI ---------------------------------------------------------
-
-#: The toolkit's callers: they get a Toolkit in process and a RosToolkit or RemoteTask over ROS, so they
-#: name the protocol (rpent.tools.api.ToolkitAPI), never the in-process class.
-TOOLKIT_CALLERS = ("rpent.planner", "rpent.mcp", "rpent.runner", "rpent.dashboard")
-IN_PROCESS_TOOLKIT = ("rpent.tools.toolkit", "rpent.tools.Toolkit")
-
-
-def toolkit_class_imports(root: Path, callers: tuple[str, ...] = TOOLKIT_CALLERS) -> list[str]:
-    """Each import of the in-process Toolkit (module level or lazy) in a module of `callers`."""
-    found = []
-    for package in callers:
-        base = root / package.replace(".", "/")
-        for path in sorted(base.rglob("*.py")) if base.is_dir() else []:
-            rel = str(path.relative_to(root))
-            importer = module_name(root, path)
-            for imp in imports_in(path.read_text(encoding="utf-8"), importer, path=rel,
-                                  is_package=path.name == "__init__.py"):
-                if any(imp.target == t or imp.target.startswith(t + ".") for t in IN_PROCESS_TOOLKIT):
-                    found.append(f"{imp.path}:{imp.line}: `{imp.source}`: {package} gets a Toolkit in process and "
-                                 "a RosToolkit over ROS; type against rpent.tools.api.ToolkitAPI")
-    return found
-
-
-def test_planners_mcp_runner_and_dashboard_type_against_the_toolkit_api():
-    found = toolkit_class_imports(ROOT)
-    if found:
-        pytest.fail("callers that name the in-process Toolkit:\n" + "\n".join(found), pytrace=False)
-
-
-@pytest.mark.parametrize("planted", [
-    "from rpent.tools.toolkit import Toolkit\n",
-    "from rpent.tools import ToolResult, Toolkit\n",
-    "import rpent.tools.toolkit\n",
-    "def run(toolkit):\n    from rpent.tools.toolkit import Toolkit\n    return isinstance(toolkit, Toolkit)\n",
+@pytest.mark.parametrize(("module", "line", "imported"), [
+    ("robots/crane/tools.py", "from robots.crane.ros.hoist_node import HoistNode\n", "robot_ros"),
+    ("robots/crane/tools.py", "from rpent_ros.params import Param\n", "ros"),
+    ("robots/crane/tools.py", "import rclpy\n", "ros_client"),
+    ("robots/barge/ros/winch_node.py", "from robots.crane.ros.params import NAME\n", "robot_ros"),
+    ("rpent/robot/discovery.py", "from robots.crane.ros import hoist_node\n", "robot_ros"),
 ])
-def test_toolkit_api_rule_fails_on_a_planted_toolkit_import(tmp_path, planted):
-    files = {"rpent/__init__.py": "", "rpent/planner/__init__.py": "",
-             "rpent/planner/base.py": "from rpent.tools.api import ToolkitAPI\nfrom rpent.tools import ToolResult\n"}
-    assert toolkit_class_imports(_tree(tmp_path / "kept", files)) == []
-    root = _tree(tmp_path / "planted", {**files, "rpent/planner/replay.py": planted})
-    line = next(n for n, text in enumerate(planted.splitlines(), 1) if "import" in text)
-    assert toolkit_class_imports(root) == [
-        f"rpent/planner/replay.py:{line}: `{planted.splitlines()[line - 1].strip()}`: rpent.planner gets a Toolkit "
-        "in process and a RosToolkit over ROS; type against rpent.tools.api.ToolkitAPI"]
+def test_robot_ros_rule_fails_on_anything_else_importing_a_robots_ros_package_or_ros(tmp_path, module, line, imported):
+    found = _planted(tmp_path, module, line)
+    assert [(path, what) for path, _, what in found] == [(module, imported)]

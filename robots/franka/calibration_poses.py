@@ -20,7 +20,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from robots.franka import kinematics
-from rpent.runtime.types import Pose
+from rpent.runtime.types import Pose, quat_from_matrix
 
 # Automatic poses: how far they reach from the home pose. Tilts of 8..20 deg about two axes and
 # turns about the approach axis give hand-eye the rotation spread it needs; the ranges keep a
@@ -119,7 +119,7 @@ def auto_poses(
         target = np.eye(4)
         target[:3, :3] = rotation @ start[:3, :3]
         target[:3, 3] = pivot + rotation @ (start[:3, 3] - pivot) + rng.uniform(-1.0, 1.0, 3) * AUTO_SHIFT_M
-        tcp = Pose(tuple(target[:3, 3]), kinematics.quaternion_xyzw(target[:3, :3]))  # type: ignore[arg-type]
+        tcp = Pose(tuple(target[:3, 3]), quat_from_matrix(target[:3, :3]))  # type: ignore[arg-type]
         if accept is None or accept(tcp):
             poses.append(CalibrationPose(f"auto {len(poses) + 1}", tcp=tcp))
     return poses

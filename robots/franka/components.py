@@ -1,5 +1,7 @@
 """The Franka runtime as runtime nodes: the parts a ROS deployment starts, and the runtime built from their proxies.
 
+The node executables named here are the Franka's own (robots/franka/ros/scripts).
+
 Arms and grippers each get a node; cameras come from the deployment YAML (a camera node each) or,
 with --sim, from the simulated scene, whose cameras must render in the simulator's own node.
 Cameras are listed first so a launch starts the simulator before the arms that connect to it. With a
@@ -69,7 +71,8 @@ def _sim_cameras(franka: FrankaConfig) -> list[RuntimeNodeComponent]:
     node = {"arms": len(franka.arms), "arm_names": [a.name for a in franka.arms],
             "camera_width": franka.sim_camera_width, "camera_height": franka.sim_camera_height}
     names = [c.name for c in scene.cameras] + [c.name for c in scene.wrist_cameras]  # the in-process order
-    return [RuntimeNodeComponent(name, "camera", "franka_sim_node", "franka_sim", node) for name in names]
+    # franka_sim_node is a plain node: the simulator and its cameras serve from its start.
+    return [RuntimeNodeComponent(name, "camera", "franka_sim_node", "franka_sim", node, managed=False) for name in names]
 
 
 def runtime_from_nodes(config: RunConfig, parts: Sequence[tuple[RuntimeNodeComponent, Any]], *,

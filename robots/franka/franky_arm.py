@@ -23,7 +23,7 @@ from robots.franka.safety import SafetyEnvelope
 from robots.franka.safety_limits import FR3_JOINT_ACCELERATION_MAX
 from rpent.loopback import is_loopback
 from rpent.runtime.arm import RuntimeFault
-from rpent.runtime.types import ArmState, MotionOutcome, Pose
+from rpent.runtime.types import ArmState, MotionOutcome, Pose, quat_from_matrix
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ def realtime_config(host: str, realtime: bool | None) -> franky.RealtimeConfig:
 
 
 def _pose(matrix: np.ndarray) -> Pose:
-    return Pose(tuple(float(c) for c in matrix[:3, 3]), kinematics.quaternion_xyzw(matrix[:3, :3]))  # type: ignore[arg-type]
+    return Pose(tuple(float(c) for c in matrix[:3, 3]), quat_from_matrix(matrix[:3, :3]))  # type: ignore[arg-type]
 
 
 class FrankyArm:

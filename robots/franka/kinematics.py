@@ -18,6 +18,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from rpent.runtime.types import quat_from_matrix
+
 JOINT_COUNT = 7
 
 
@@ -49,26 +51,6 @@ def axis_angle_matrix(axis: np.ndarray, angle: float) -> np.ndarray:
     ])
 
 
-def quaternion_xyzw(rotation: np.ndarray) -> tuple[float, float, float, float]:
-    """Unit quaternion [x, y, z, w] of a rotation matrix (Shepperd's method: stable for any angle)."""
-    m = rotation
-    trace = m[0, 0] + m[1, 1] + m[2, 2]
-    if trace > 0:
-        s = 2.0 * math.sqrt(trace + 1.0)
-        q = ((m[2, 1] - m[1, 2]) / s, (m[0, 2] - m[2, 0]) / s, (m[1, 0] - m[0, 1]) / s, 0.25 * s)
-    elif m[0, 0] > m[1, 1] and m[0, 0] > m[2, 2]:
-        s = 2.0 * math.sqrt(1.0 + m[0, 0] - m[1, 1] - m[2, 2])
-        q = (0.25 * s, (m[0, 1] + m[1, 0]) / s, (m[0, 2] + m[2, 0]) / s, (m[2, 1] - m[1, 2]) / s)
-    elif m[1, 1] > m[2, 2]:
-        s = 2.0 * math.sqrt(1.0 + m[1, 1] - m[0, 0] - m[2, 2])
-        q = ((m[0, 1] + m[1, 0]) / s, 0.25 * s, (m[1, 2] + m[2, 1]) / s, (m[0, 2] - m[2, 0]) / s)
-    else:
-        s = 2.0 * math.sqrt(1.0 + m[2, 2] - m[0, 0] - m[1, 1])
-        q = ((m[0, 2] + m[2, 0]) / s, (m[1, 2] + m[2, 1]) / s, 0.25 * s, (m[1, 0] - m[0, 1]) / s)
-    norm = math.sqrt(sum(c * c for c in q))
-    return (q[0] / norm, q[1] / norm, q[2] / norm, q[3] / norm)
-
-
 def quaternion_matrix(q: Sequence[float]) -> np.ndarray:
     """Rotation matrix of a quaternion [x, y, z, w] (normalised here)."""
     x, y, z, w = np.asarray(q, dtype=float) / np.linalg.norm(q)
@@ -88,7 +70,7 @@ def pose_matrix(position: Sequence[float], quaternion: Sequence[float]) -> np.nd
 
 def rotation_vector(rotation: np.ndarray) -> np.ndarray:
     """Axis * angle of a rotation matrix (angle in [0, pi])."""
-    x, y, z, w = quaternion_xyzw(rotation)
+    x, y, z, w = quat_from_matrix(rotation)
     vector = np.array([x, y, z])
     sin_half = float(np.linalg.norm(vector))
     if sin_half < 1e-12:

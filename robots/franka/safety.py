@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict
 from robots.franka import kinematics
 from robots.franka.safety_limits import ArmLimits
 from rpent.runtime.arm import MotionRefused
-from rpent.runtime.types import Pose
+from rpent.runtime.types import Pose, quat_from_matrix
 
 
 class SafetyEnvelope:
@@ -247,7 +247,7 @@ class SafetyEnvelope:
     def tcp_pose(self, joints: Sequence[float]) -> Pose:
         """The end-effector pose (base frame) of a joint configuration."""
         matrix = kinematics.flange_pose(joints) @ self.flange_to_tcp
-        return Pose(tuple(matrix[:3, 3]), kinematics.quaternion_xyzw(matrix[:3, :3]))  # type: ignore[arg-type]
+        return Pose(tuple(matrix[:3, 3]), quat_from_matrix(matrix[:3, :3]))  # type: ignore[arg-type]
 
     # --- speed and gripper -------------------------------------------------------------------------
     def speed_factor(self, requested: float | None) -> float:

@@ -7,7 +7,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from robots.franka import kinematics
+from rpent.runtime.types import quat_from_matrix
 
 if TYPE_CHECKING:
     from robots.franka.sim import FrankaSim
@@ -26,7 +26,7 @@ def object_poses(sim: FrankaSim, arm_names: Sequence[str]) -> dict[str, dict[str
                 name: _rounded(position - sim.arm_position(index)) for index, name in enumerate(arm_names)
             },
             "yaw_deg": round(math.degrees(math.atan2(rotation[1, 0], rotation[0, 0])), 2),
-            "quaternion_xyzw": _rounded(kinematics.quaternion_xyzw(rotation), 5),
+            "quaternion_xyzw": _rounded(quat_from_matrix(rotation), 5),
         }
     return poses
 

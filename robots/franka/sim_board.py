@@ -19,6 +19,7 @@ import numpy as np
 
 from robots.franka import kinematics
 from robots.franka.charuco import BoardSpec
+from rpent.runtime.types import quat_from_matrix
 
 Vec3 = tuple[float, float, float]
 
@@ -103,7 +104,7 @@ def add_board(sim: Any, board: SimBoard) -> None:
     # A box's +z face carries the texture upright; the board frame has y down the image and z into
     # the print, so the plate's frame is the board's turned half a turn about x.
     plate = pose[:3, :3] @ kinematics.rpy_matrix(np.pi, 0.0, 0.0)
-    quat = kinematics.quaternion_xyzw(plate)
+    quat = quat_from_matrix(plate)
     ET.SubElement(
         parent, "geom", name="charuco_board", type="box",
         size=" ".join(f"{v:.6g}" for v in (width / 2, height / 2, PLATE_THICKNESS_M / 2)),

@@ -20,9 +20,11 @@ class RuntimeNodeComponent:
     """One runtime part served by a runtime node.
 
     `name` is the part's name inside its node, `protocol` the runtime Protocol it implements,
-    `node_type` the rpent_ros executable that serves it and `node_name` the node it runs in (parts
-    may share one, as a simulator's cameras do). `parameters` are that node's parameters taken from
-    the robot's configuration; a launch file may add its deployment's own (addresses, safety file).
+    `node_type` the executable that serves it (the robot's own, e.g. robots/franka/ros/scripts, or
+    rpent_ros's) and `node_name` the node it runs in (parts may share one, as a simulator's cameras
+    do). `parameters` are that node's parameters taken from the robot's configuration; a launch
+    file may add its deployment's own (addresses, safety file). `managed`: the node is a lifecycle
+    node, which a launch takes to its `runtime_state`; a plain node serves from its start.
     """
 
     name: str
@@ -30,6 +32,7 @@ class RuntimeNodeComponent:
     node_type: str
     node_name: str
     parameters: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    managed: bool = True
 
     @property
     def action_name(self) -> str:

@@ -77,6 +77,27 @@ def quat_angle(a: Sequence[float], b: Sequence[float]) -> float:
     return 2 * math.acos(min(1.0, dot))
 
 
+def quat_from_matrix(rotation: Any) -> Quat:
+    """Unit quaternion [x, y, z, w] of a 3x3 rotation matrix (anything indexed `m[i, j]`, e.g. numpy),
+    by Shepperd's method: stable for any angle. The sign is left as computed (Pose picks one)."""
+    m = rotation
+    trace = m[0, 0] + m[1, 1] + m[2, 2]
+    if trace > 0:
+        s = 2.0 * math.sqrt(trace + 1.0)
+        q = ((m[2, 1] - m[1, 2]) / s, (m[0, 2] - m[2, 0]) / s, (m[1, 0] - m[0, 1]) / s, 0.25 * s)
+    elif m[0, 0] > m[1, 1] and m[0, 0] > m[2, 2]:
+        s = 2.0 * math.sqrt(1.0 + m[0, 0] - m[1, 1] - m[2, 2])
+        q = (0.25 * s, (m[0, 1] + m[1, 0]) / s, (m[0, 2] + m[2, 0]) / s, (m[2, 1] - m[1, 2]) / s)
+    elif m[1, 1] > m[2, 2]:
+        s = 2.0 * math.sqrt(1.0 + m[1, 1] - m[0, 0] - m[2, 2])
+        q = ((m[0, 1] + m[1, 0]) / s, 0.25 * s, (m[1, 2] + m[2, 1]) / s, (m[0, 2] - m[2, 0]) / s)
+    else:
+        s = 2.0 * math.sqrt(1.0 + m[2, 2] - m[0, 0] - m[1, 1])
+        q = ((m[0, 2] + m[2, 0]) / s, (m[1, 2] + m[2, 1]) / s, 0.25 * s, (m[1, 0] - m[0, 1]) / s)
+    norm = math.sqrt(sum(c * c for c in q))
+    return (q[0] / norm, q[1] / norm, q[2] / norm, q[3] / norm)
+
+
 @dataclass(frozen=True)
 class Pose:
     """A rigid pose: position [m] and orientation quaternion [x, y, z, w], in some named frame."""

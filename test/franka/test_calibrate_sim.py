@@ -27,7 +27,7 @@ from robots.franka.config_edit import write_camera_transform
 from robots.franka.sim import SimScene, scene_model
 from robots.franka.sim_world import mujoco_camera_pose, wrist_camera_on_flange
 from rpent.cli.main import main
-from rpent.runtime.types import Pose
+from rpent.runtime.types import Pose, quat_from_matrix
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -139,7 +139,7 @@ def test_the_report_names_the_file_the_entry_and_the_current_value_and_compares_
 def test_wrist_camera_is_found_on_the_flange_and_a_refused_pose_is_skipped(
     deployment: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture, tmp_path: Path
 ) -> None:
-    home = Pose(tuple(HOME[:3, 3]), kinematics.quaternion_xyzw(HOME[:3, :3]))  # type: ignore[arg-type]
+    home = Pose(tuple(HOME[:3, 3]), quat_from_matrix(HOME[:3, :3]))  # type: ignore[arg-type]
     around = auto_poses(home, 8, pivot_m=0.45, seed=1)
     entries = [{"name": "home", "joints_rad": list(HOME_JOINTS_RAD)}]
     entries += [_pose_entry(p.label, p.tcp) for p in around[:4] if p.tcp]
@@ -189,7 +189,7 @@ def test_a_result_worse_than_the_limits_is_printed_but_not_written(
     deployment: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     before = deployment.read_text()
-    home = Pose(tuple(HOME[:3, 3]), kinematics.quaternion_xyzw(HOME[:3, :3]))  # type: ignore[arg-type]
+    home = Pose(tuple(HOME[:3, 3]), quat_from_matrix(HOME[:3, :3]))  # type: ignore[arg-type]
     entries = [{"name": "home", "joints_rad": list(HOME_JOINTS_RAD)}]
     entries += [_pose_entry(p.label, p.tcp) for p in auto_poses(home, 6, pivot_m=0.45, seed=2)[:6] if p.tcp]
     poses = tmp_path / "poses.yaml"

@@ -12,10 +12,10 @@ from robots.franka import kinematics
 from robots.franka.calibration_poses import AUTO_TILT_DEG, auto_poses, load_poses
 from robots.franka.config import HOME_JOINTS_RAD
 from robots.franka.handeye import MIN_ROTATION_SPREAD_DEG, rotation_spread_deg
-from rpent.runtime.types import Pose
+from rpent.runtime.types import Pose, quat_from_matrix
 
 HOME = kinematics.tcp_pose(HOME_JOINTS_RAD)
-HOME_POSE = Pose(tuple(HOME[:3, 3]), kinematics.quaternion_xyzw(HOME[:3, :3]))  # type: ignore[arg-type]
+HOME_POSE = Pose(tuple(HOME[:3, 3]), quat_from_matrix(HOME[:3, :3]))  # type: ignore[arg-type]
 
 
 def test_a_poses_file_gives_joint_and_tcp_poses_with_their_names(tmp_path: Path) -> None:

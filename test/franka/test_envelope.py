@@ -136,7 +136,7 @@ def test_arms_apart_are_accepted_and_arms_too_close_refused() -> None:
 
 
 def test_fr3_chain_matches_the_urdf_franky_sim_ships() -> None:
-    description = pytest.importorskip("rpent_ros.robot_description", reason="franky-sim's URDF is needed")
+    description = pytest.importorskip("robots.franka.ros.description", reason="franky-sim's URDF is needed")
     try:
         arm = description.load_arm_description("fr3")
     except description.UrdfError as exc:

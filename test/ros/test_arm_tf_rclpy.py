@@ -28,8 +28,10 @@ from sim_process import franka_sim_process  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
-from rpent_ros.robot_description import UrdfError, load_arm_description, quaternion_xyzw  # noqa: E402
-from rpent_ros.runtime_nodes import FrankaArmNode, FrankaGripperNode  # noqa: E402
+from robots.franka.ros.arm_node import FrankaArmNode  # noqa: E402
+from robots.franka.ros.description import UrdfError, load_arm_description  # noqa: E402
+from robots.franka.ros.gripper_node import FrankaGripperNode  # noqa: E402
+from rpent.runtime.types import quat_from_matrix  # noqa: E402
 from rpent_ros.telemetry import TF_STATIC_LISTENER  # noqa: E402
 
 from .managed import activated  # noqa: E402
@@ -148,7 +150,7 @@ def test_arm_and_gripper_nodes_latch_the_urdf_and_publish_every_link_frame(ros, 
 
         rviz.wait_for(fingers_at, f"finger frames at width {measured:.3f} m")
     # The right finger is the left one turned half a turn about the hand's z axis (mirrored).
-    assert abs(quaternion_xyzw(rviz.in_frame("left_rightfinger", "left_hand")[:3, :3])[2]) == pytest.approx(1.0)
+    assert abs(quat_from_matrix(rviz.in_frame("left_rightfinger", "left_hand")[:3, :3])[2]) == pytest.approx(1.0)
 
 
 def test_a_urdf_the_user_names_must_load_before_the_node_waits_for_the_robot(ros, tmp_path) -> None:

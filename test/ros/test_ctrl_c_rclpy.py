@@ -78,7 +78,7 @@ def test_ctrl_c_on_the_sim_node_while_its_cameras_publish_exits_cleanly(ros, tmp
     host = free_sim_hosts(241, 245)[0]
     images = Count(ros(Node("viewer")), Image, "/franka_sim/front/image_raw")
     for _ in range(3):  # the race it had was hit in most runs; three clean ones in a row
-        node = NodeProcess("from rpent_ros.runtime_nodes import franka_sim_main; franka_sim_main()",
+        node = NodeProcess("from robots.franka.ros.sim_node import franka_sim_main; franka_sim_main()",
                            "-p", f"hosts:=['{host}']", "-p", "camera_width:=64", "-p", "camera_height:=48",
                            "-p", "publish_rate_hz:=30.0", cwd=tmp_path)
         try:
@@ -94,7 +94,7 @@ def test_ctrl_c_on_the_sim_node_while_its_cameras_publish_exits_cleanly(ros, tmp
 def test_ctrl_c_on_a_configured_arm_node_exits_cleanly(tmp_path):
     with franka_sim_process(*(f"127.0.0.{b}" for b in range(246, 251))) as (_proc, host):
         for _ in range(3):
-            node = NodeProcess("from rpent_ros.runtime_nodes import franka_arm_main; franka_arm_main()",
+            node = NodeProcess("from robots.franka.ros.arm_node import franka_arm_main; franka_arm_main()",
                                "-p", "name:=arm", "-p", f"ip:={host}", "-p", "publish_rate_hz:=200.0",
                                "-p", "diagnostics_period_s:=0.05", cwd=tmp_path)
             try:

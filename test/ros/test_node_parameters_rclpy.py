@@ -23,11 +23,13 @@ from rcl_interfaces.msg import ParameterType  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 
+from robots.franka.ros.arm_node import FrankaArmNode  # noqa: E402
+from robots.franka.ros.camera_node import CameraNode  # noqa: E402
+from robots.franka.ros.gripper_node import FrankaGripperNode  # noqa: E402
 from rpent.robot import ConfigError  # noqa: E402
 from rpent_ros.mcp_bridge_node import McpBridgeNode  # noqa: E402
 from rpent_ros.params import RCLPY_PARAMETERS, declare_robot_parameters, toolkit_parameters  # noqa: E402
 from rpent_ros.planner_node import PlannerNode  # noqa: E402
-from rpent_ros.runtime_nodes import CameraNode, FrankaArmNode, FrankaGripperNode  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(120)]
 
@@ -118,7 +120,7 @@ def _start(code: str, *ros_args: str, cwd) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize(("code", "args", "message"), [
-    ("from rpent_ros.runtime_nodes import franka_arm_main as m; m()", ("-p", "publish_rate_hz:=-5.0"),
+    ("from robots.franka.ros.arm_node import franka_arm_main as m; m()", ("-p", "publish_rate_hz:=-5.0"),
      "franka_arm_node: parameter publish_rate_hz: must be a number from 0.1 to 1000, got -5.0"),
     ("from rpent_ros.planner_node import main as m; m()", ("-p", "robot:=toy", "-p", "speeed:=1.0"),
      "planner_node: parameter speeed: not a parameter of node planner"),
@@ -136,7 +138,7 @@ def test_a_node_refused_at_start_exits_2_naming_the_parameter_without_a_tracebac
 @pytest.mark.skipif(shutil.which("ros2") is None, reason="the ros2 command is not on PATH")
 def test_ros2_param_describe_tells_what_a_parameter_is(tmp_path):
     # An arm node starts unconfigured: it serves its parameters before it connects to anything.
-    node = subprocess.Popen([sys.executable, "-c", "from rpent_ros.runtime_nodes import franka_arm_main as m; m()",
+    node = subprocess.Popen([sys.executable, "-c", "from robots.franka.ros.arm_node import franka_arm_main as m; m()",
                              "--ros-args", "-r", "__node:=arm_described"], cwd=tmp_path, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:

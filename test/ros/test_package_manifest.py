@@ -142,7 +142,7 @@ def code_files(root: Path) -> list[Path]:
     for path in sorted(root.rglob("*")):
         if "__pycache__" in path.parts or not path.is_file():
             continue
-        # Node scripts in rpent_ros/scripts have no suffix but are Python.
+        # Node scripts in rpent_ros/scripts and robots/*/ros/scripts have no suffix but are Python.
         if path.suffix == ".py" or (path.parent.name == "scripts" and path.suffix == ""):
             files.append(path)
     return files

@@ -22,17 +22,16 @@ import pytest
 import yaml
 from sim_process import franka_sim_process
 
-from rpent.runtime.types import ArmState, quat_angle, quat_from_rpy
-from rpent_ros.robot_description import (
-    SIM_BASE_XYZ,
+from robots.franka.kinematics import transform
+from robots.franka.ros.description import (
     UrdfError,
     base_xyz_for,
     franky_sim_urdf,
     load_arm_description,
-    quaternion_xyzw,
+    sim_base_xyz,
     three_numbers,
-    transform,
 )
+from rpent.runtime.types import ArmState, quat_angle, quat_from_matrix, quat_from_rpy
 
 if TYPE_CHECKING:
     from robots.franka.franky_arm import FrankyArm
@@ -135,7 +134,7 @@ def test_quaternion_from_matrix_matches_rpy_for_any_rotation_including_half_turn
     cases = [(math.pi, 0.0, 0.0), (0.0, math.pi, 0.0), (0.0, 0.0, math.pi), (math.pi, 0.0, math.pi / 2)]
     cases += [tuple(rng.uniform(-math.pi, math.pi, 3)) for _ in range(50)]
     for rpy in cases:
-        assert quat_angle(quaternion_xyzw(transform((0, 0, 0), rpy)[:3, :3]), quat_from_rpy(*rpy)) < 1e-6
+        assert quat_angle(quat_from_matrix(transform((0, 0, 0), rpy)[:3, :3]), quat_from_rpy(*rpy)) < 1e-6
 
 
 def test_fingers_open_to_the_gripper_width() -> None:
@@ -201,7 +200,8 @@ def test_default_arm_placement_is_where_franky_sim_puts_the_arms() -> None:
     from robots.franka.sim import SimScene
 
     # dual_franka gives franky-sim the hosts [left, right] in that order.
-    assert (SIM_BASE_XYZ["left"], SIM_BASE_XYZ["right"]) == SimScene.dual().arm_positions
+    assert (sim_base_xyz()["left"], sim_base_xyz()["right"]) == SimScene.dual().arm_positions
+    assert base_xyz_for("right") == SimScene.dual().arm_positions[1]
     assert base_xyz_for("arm") == SimScene().arm_positions[0]
 
 
@@ -230,7 +230,7 @@ def test_hand_tcp_matches_frankys_end_effector_pose_over_fci() -> None:
                 reported = arm._robot.state.O_T_EE
                 tcp = described.link_pose("left_hand_tcp", described.joint_positions(state.joints))
                 assert math.dist(tcp[:3, 3], reported.translation) < POS_TOL_M
-                assert quat_angle(quaternion_xyzw(tcp[:3, :3]), reported.quaternion) < ANGLE_TOL_RAD
+                assert quat_angle(quat_from_matrix(tcp[:3, :3]), reported.quaternion) < ANGLE_TOL_RAD
         finally:
             arm.close()
 

@@ -1,5 +1,8 @@
 """The FR3 URDF for rviz, renamed for one arm, and its forward kinematics (numpy; no rclpy here).
 
+The Franka's own description, so it lives with the robot (robots.franka.ros): rpent_ros's
+ArmTelemetry publishes whatever description it is given (the URDF string and link transforms).
+
 rviz draws a RobotModel from a URDF string plus one TF per link. Neither robot_state_publisher nor
 a franka_description package is assumed, so the arm node loads the URDF itself (franky-sim's
 `assets/fr3.urdf` by default, or a lab's franka_description output), renames every link and joint
@@ -25,17 +28,19 @@ import math
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 # One geometry for the arm: rviz's link transforms use the same math as the safety envelope.
-from robots.franka.kinematics import axis_angle_matrix, quaternion_xyzw, transform
+from robots.franka.kinematics import axis_angle_matrix, transform
+from rpent.runtime.types import quat_from_matrix
 
 ARM_JOINT_COUNT = 7
-# Where franky-sim (robots.franka.sim.SimScene.dual) puts the two arms of the dual setup, in the
-# world frame; any other arm name (e.g. the single arm at the origin) defaults to the origin.
-SIM_BASE_XYZ: dict[str, tuple[float, float, float]] = {"left": (0.0, 0.25, 0.0), "right": (0.0, -0.25, 0.0)}
+#: The dual setup's arm names, in the order of SimScene.dual()'s arm_positions.
+DUAL_ARM_NAMES = ("left", "right")
 _MOVING = ("revolute", "continuous", "prismatic")
 # Elements that name a link or joint in an attribute other than `name`.
 _REFERENCES = {"parent": "link", "child": "link", "mimic": "joint", "gazebo": "reference"}
@@ -60,9 +65,20 @@ def franky_sim_urdf() -> Path:
     return path
 
 
+@cache
+def sim_base_xyz() -> dict[str, tuple[float, float, float]]:
+    """Where franky-sim puts the two arms of the dual setup, in the world frame: read from the scene
+    itself (SimScene.dual), so rviz and the simulator cannot disagree. Imported when first asked:
+    robots.franka.sim loads MuJoCo and franky-sim (installed beside franky by rpent[sim])."""
+    from robots.franka.sim import SimScene
+
+    return dict(zip(DUAL_ARM_NAMES, SimScene.dual().arm_positions, strict=True))
+
+
 def base_xyz_for(arm_name: str) -> tuple[float, float, float]:
-    """Default placement of an arm's link0 in `world`: where franky-sim puts an arm of that name."""
-    return SIM_BASE_XYZ.get(arm_name, (0.0, 0.0, 0.0))
+    """Default placement of an arm's link0 in `world`: where franky-sim puts an arm of that name
+    (any other name, e.g. the single arm, sits at the origin)."""
+    return sim_base_xyz().get(arm_name, (0.0, 0.0, 0.0))
 
 
 def three_numbers(field: str, value: object) -> tuple[float, float, float]:
@@ -115,7 +131,7 @@ class LinkTransform:
 
     @property
     def quaternion(self) -> tuple[float, float, float, float]:
-        return quaternion_xyzw(self.matrix[:3, :3])
+        return quat_from_matrix(self.matrix[:3, :3])
 
 
 @dataclass(frozen=True)
@@ -242,6 +258,18 @@ def load_arm_description(prefix: str, urdf_path: str | Path | None = None, sourc
         arm_joints=tuple(rename(n) for n in arm_joints),
         finger_joints=finger_joints,
     )
+
+
+def description_or_none(node: Any, arm_name: str, path: str = "") -> ArmDescription | None:
+    """The arm's URDF for rviz: `path` (a lab's franka_description output) must load; franky-sim's is
+    optional, and without it `node` logs why rviz gets no robot model."""
+    try:
+        return load_arm_description(arm_name, path or None)
+    except UrdfError as exc:
+        if path:  # a file the user named must be usable
+            raise
+        node.get_logger().warning(f"{exc}; rviz gets joint states and frames but no robot model")
+        return None
 
 
 def _source_prefix(path: Path, joints: Mapping[str, ET.Element]) -> str:

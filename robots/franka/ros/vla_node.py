@@ -19,6 +19,7 @@ import functools
 from typing import Any
 
 from rpent.robot import ConfigError
+from rpent_ros import node_main
 from rpent_ros.managed_node import ManagedRuntimeNode
 from rpent_ros.params import Param
 from rpent_ros.remote_runtime import CameraProxy
@@ -78,7 +79,4 @@ class VlaClientNode(ManagedRuntimeNode):
 
 
 def vla_client_main(args: list[str] | None = None) -> None:
-    from rpent_ros import node_main
-
-    node_main.init(args)
-    node_main.serve("vla_client_node", VlaClientNode, shutdown=lambda node: node.shutdown())
+    node_main.run_runtime_node("vla_client_node", VlaClientNode, args)
