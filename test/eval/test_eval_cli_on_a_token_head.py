@@ -84,6 +84,14 @@ def docs_head(tmp_path_factory):
         yield DocsHead(f"127.0.0.1:{port}", home, head.pid)
 
 
+def finish_summary(record: Path) -> str:
+    """What the planner's finish said in an episode's record (its result.json), or why there is none."""
+    try:
+        return str((json.loads((record / "result.json").read_text()).get("finish_result") or {}).get("summary"))
+    except (OSError, ValueError) as exc:
+        return f"no result.json: {exc}"
+
+
 def rpent_eval(head: DocsHead, cwd: Path, *flags: str, home: Path | None = None, timeout_s: float = 600,
                **env: str) -> subprocess.CompletedProcess:
     """`RAY_AUTH_MODE=token rpent eval ... --ray-address <head>` as the docs' last line has it."""
@@ -155,7 +163,9 @@ def test_a_seed_sweep_of_the_simulated_franka_runs_two_episodes_at_once_on_addre
                       "--out", str(tmp_path / "sweep"))
     assert done.returncode == 0, done.stderr
     rows = json.loads((tmp_path / "sweep" / "results.json").read_text())["episodes"]
-    assert [(r["status"], r["solved"]) for r in rows] == [("finished", True)] * 2, rows
+    # A failed pick says why in its finish summary (the step that did not go as it must): shown, not just the row.
+    said = {r["id"]: (r["status"], r["finish_status"], finish_summary(Path(r["record"]))) for r in rows}
+    assert [(r["status"], r["solved"]) for r in rows] == [("finished", True)] * 2, said
     spans, hosts = [], []
     for row in rows:
         record = Path(row["record"])
