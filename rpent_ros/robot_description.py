@@ -33,7 +33,7 @@ import numpy as np
 from robots.franka.kinematics import axis_angle_matrix, quaternion_xyzw, transform
 
 ARM_JOINT_COUNT = 7
-# Where franky-sim (robots.franka.sim.SimScene.dual) puts the two arms of the dual setup, in the
+# Where franky-sim (robots.franka.sim.simulator.SimScene.dual) puts the two arms of the dual setup, in the
 # world frame; any other arm name (e.g. the single arm at the origin) defaults to the origin.
 SIM_BASE_XYZ: dict[str, tuple[float, float, float]] = {"left": (0.0, 0.25, 0.0), "right": (0.0, -0.25, 0.0)}
 _MOVING = ("revolute", "continuous", "prismatic")

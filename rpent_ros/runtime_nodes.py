@@ -180,7 +180,7 @@ class FrankaArmNode(ManagedRuntimeNode):
                                       base_xyz=base_xyz, base_rpy=p["base_rpy"], world_frame=p["world_frame"])
 
     def connect(self) -> Any:
-        from robots.franka.franky_arm import FrankyArm
+        from robots.franka.hardware.franky_arm import FrankyArm
 
         p = self.params
         realtime = {"auto": None, "enforce": True, "ignore": False}[p["realtime"]]
@@ -212,7 +212,7 @@ class FrankaGripperNode(ManagedRuntimeNode):
                                       description_or_none(self, self.runtime_name, self.params["urdf"]), static=False)
 
     def connect(self) -> Any:
-        from robots.franka.franky_gripper import FrankyGripper
+        from robots.franka.hardware.franky_gripper import FrankyGripper
 
         return FrankyGripper(self.params["ip"], name=f"{self.runtime_name}_gripper", envelope=self.envelope,
                              connect_timeout_s=self.params["connect_timeout_s"])
@@ -323,7 +323,7 @@ class FrankaSimNode(RuntimeNode):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("franka_sim", **kwargs)
         from robots.franka.cameras import MujocoCamera
-        from robots.franka.sim import FrankaSim
+        from robots.franka.sim.simulator import FrankaSim
 
         parameters = NodeParameters(self)
         p = parameters.declare(
@@ -380,8 +380,8 @@ def sim_scene(arm_names: list[str], safety_file: str, sim_seed: int | None, imag
     within each arm's envelope from its home pose (robots.franka.runtime.build_runtime does the same)."""
     from robots.franka.config import HOME_JOINTS_RAD
     from robots.franka.safety import load_safety_config
-    from robots.franka.scene_layout import random_scene
-    from robots.franka.sim import SimScene
+    from robots.franka.sim.scene_layout import random_scene
+    from robots.franka.sim.simulator import SimScene
 
     scene = SimScene() if len(arm_names) == 1 else SimScene.dual()
     if sim_seed is None:

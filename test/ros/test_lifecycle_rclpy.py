@@ -27,7 +27,7 @@ from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from sim_process import franka_sim_process  # noqa: E402
 
-from robots.franka.franky_arm import FrankyArm  # noqa: E402
+from robots.franka.hardware.franky_arm import FrankyArm  # noqa: E402
 from rpent_ros.runtime_nodes import CameraNode, FrankaArmNode, FrankaGripperNode  # noqa: E402
 from rpent_ros.runtime_proxy import RemoteRuntimeError, RuntimeProxy  # noqa: E402
 

@@ -17,8 +17,8 @@ from rclpy.parameter import Parameter  # noqa: E402
 from sim_process import free_sim_hosts  # noqa: E402
 
 from robots.franka.config import CONFIG_DIR, HOME_JOINTS_RAD, load_franka_config  # noqa: E402
-from robots.franka.scene_layout import random_scene  # noqa: E402
-from robots.franka.sim import SimScene  # noqa: E402
+from robots.franka.sim.scene_layout import random_scene  # noqa: E402
+from robots.franka.sim.simulator import SimScene  # noqa: E402
 from rpent.robot import ConfigError  # noqa: E402
 from rpent_ros.runtime_nodes import FrankaSimNode  # noqa: E402
 
