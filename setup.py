@@ -16,7 +16,7 @@ CORE = [
     # (rpent_ros/tool_schema.py); also the reference validator the schemas are tested against (test/core).
     "jsonschema==4.26.0",
 ]
-# SciPy: the least-squares refinement of hand-eye calibration (robots/franka/handeye.py); 1.17 needs
+# SciPy: the least-squares refinement of hand-eye calibration (robots/franka/calibration/handeye.py); 1.17 needs
 # Python 3.11, 1.15 is the last for Ubuntu 22.04's 3.10 (ROS 2 Humble).
 # OpenCV below 5: cv_bridge builds its type table from OpenCV 4's CV_* numbers, and with OpenCV 5
 # every camera publish fails with `KeyError: 16` (CV_8UC3); package.xml bounds python3-opencv alike.

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import franky
 
 from robots.franka.config import FrankaConfig
-from robots.franka.franky_arm import FrankyArm
+from robots.franka.hardware.franky_arm import FrankyArm
 from robots.franka.runtime import FrankaRuntime, build_runtime
 from robots.franka.toolkit import FrankaToolkit
 

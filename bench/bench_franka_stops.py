@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test"))
 from sim_process import franka_sim_process
 
 from robots.franka.config import FrankaConfig
-from robots.franka.franky_arm import FrankyArm
+from robots.franka.hardware.franky_arm import FrankyArm
 from robots.franka.runtime import build_runtime
 from rpent.runtime.arm import RuntimeFault
 

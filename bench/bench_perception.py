@@ -34,7 +34,7 @@ from robots.franka.back_projection import robust_depth
 from robots.franka.camera_mount import fovy_intrinsics
 from robots.franka.config import FrankaConfig
 from robots.franka.runtime import build_runtime
-from robots.franka.sim_world import mujoco_camera_pose
+from robots.franka.sim.world import mujoco_camera_pose
 from robots.franka.toolkit import FrankaToolkit
 
 VISIBLE_GROUPS = np.array([1, 1, 1, 0, 0, 0], dtype=np.uint8)  # what the renderer draws by default

@@ -13,8 +13,8 @@ def rest_after_bare_stop(host: str, joint: int, speed_rad_s: float, timeout_s: f
     turning joint `joint` (0-based) at `speed_rad_s`; judged at rest as robots.franka.joint_steps does."""
     import franky
 
-    from robots.franka.franky_arm import at_rest
-    from robots.franka.sim import FrankaSim, SimScene
+    from robots.franka.hardware.franky_arm import at_rest
+    from robots.franka.sim.simulator import FrankaSim, SimScene
 
     with FrankaSim(SimScene(), hostnames=[host]) as _sim:
         robot = franky.Robot(host, realtime_config=franky.RealtimeConfig.Ignore)

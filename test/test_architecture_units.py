@@ -56,9 +56,9 @@ def test_model_check_finds_a_default_model_defined_outside_settings(tmp_path):
 CALL_UNIT = ("rpent.tools.call", "rpent.tools.scheduler", "rpent.tools.lifecycle")
 CALL_MODULE = "rpent/tools/call.py"
 #: Packages in which no module may import, through any chain, back into itself: all of rpent (the tools'
-#: call lifecycle, eval's plot and results), rpent_ros, and of the robots LIBERO (openpi_policy and vla);
-#: robots/franka joins once franky_arm and joint_steps stop importing each other.
-NO_CIRCLES = ("rpent", "rpent_ros", "robots.libero")
+#: call lifecycle, eval's plot and results), rpent_ros, and of the robots LIBERO (openpi_policy and vla)
+#: and the Franka with its rooms (calibration, sim, hardware).
+NO_CIRCLES = ("rpent", "rpent_ros", "robots.libero", "robots.franka")
 
 
 def _module_of(target: str, modules: set[str]) -> str | None:
@@ -215,6 +215,42 @@ def test_circle_rule_fails_on_the_circles_issue_25_broke_if_planted_again(tmp_pa
     assert import_circles(write_tree(tmp_path / "kept", files)) == []
     planted = write_tree(tmp_path / "planted", {**files, module: back + "\n"})
     assert import_circles(planted) == [sorted(p.removesuffix(".py").replace("/", ".") for p in (module, other))]
+
+
+# -- the Franka's rooms -----------------------------------------------------------------------------
+
+#: robots/franka's sub-packages that calibration is built on: `rpent calibrate` runs on the simulator
+#: and the devices, so they never import it back (the simulator takes the calibration board as a
+#: robots.franka.sim.world.WorldPart, not as a ChArUco board).
+#: Named as folders: until issue 25's move the bare dotted names were the modules sim.py and
+#: calibration.py, and the move's rewriting, re-run after a merge, reads them so.
+BELOW_CALIBRATION = tuple(room.replace("/", ".") for room in ("robots/franka/sim", "robots/franka/hardware"))
+CALIBRATION = "robots/franka/calibration".replace("/", ".")
+
+
+def franka_room_breaches(root: Path) -> list[str]:
+    graph = import_graph(root, "robots.franka")
+    return sorted(f"{module} imports {target}" for module, targets in graph.items()
+                  if any(module == room or module.startswith(room + ".") for room in BELOW_CALIBRATION)
+                  for target in targets if target == CALIBRATION or target.startswith(CALIBRATION + "."))
+
+
+def test_franka_simulator_and_hardware_import_nothing_of_calibration():
+    found = franka_room_breaches(ROOT)
+    if found:
+        pytest.fail("robots/franka's rooms point back up to calibration:\n" + "\n".join(found), pytrace=False)
+
+
+def test_franka_room_rule_fails_on_a_planted_import_of_calibration(tmp_path):
+    files = {"robots/__init__.py": "", "robots/franka/__init__.py": "", "robots/franka/sim/__init__.py": "",
+             "robots/franka/calibration/__init__.py": "",
+             "robots/franka/calibration/charuco.py": "",
+             "robots/franka/calibration/cli.py": "from robots.franka.sim.world import build_world\n",
+             "robots/franka/sim/world.py": ""}
+    assert franka_room_breaches(write_tree(tmp_path / "kept", files)) == []
+    planted = {**files, "robots/franka/sim/world.py": "from robots.franka.calibration.charuco import BoardSpec\n"}
+    assert franka_room_breaches(write_tree(tmp_path / "planted", planted)) == [
+        "robots.franka.sim.world imports robots.franka.calibration.charuco"]
 
 
 def test_call_unit_rule_fails_on_planted_reaches(tmp_path):

@@ -18,7 +18,7 @@ from rpent.runtime.arm import ApprovalChannel, OnCancel
 from rpent.tools import ToolContext
 
 if TYPE_CHECKING:
-    from robots.franka.franky_arm import FrankyArm
+    from robots.franka.hardware.franky_arm import FrankyArm
     from robots.franka.runtime import FrankaRuntime
 
 log = logging.getLogger(__name__)

@@ -22,7 +22,7 @@ from rpent.runtime.arm import RuntimeFault
 from rpent.runtime.camera import CameraFrame, Intrinsics
 
 if TYPE_CHECKING:
-    from robots.franka.sim import FrankaSim
+    from robots.franka.sim.simulator import FrankaSim
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +123,7 @@ def sim_camera_mount(
     the first arm), unless `config` gives a transform (e.g. a calibration result to try)."""
     import mujoco
 
-    from robots.franka.sim_world import MUJOCO_TO_OPTICAL, wrist_camera_on_flange
+    from robots.franka.sim.world import MUJOCO_TO_OPTICAL, wrist_camera_on_flange
 
     model = sim.model
     cam_id = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, camera)

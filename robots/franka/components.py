@@ -65,7 +65,7 @@ def _policies(franka: FrankaConfig, parts: list[RuntimeNodeComponent], config_fi
 
 
 def _sim_cameras(franka: FrankaConfig) -> list[RuntimeNodeComponent]:
-    from robots.franka.sim import SimScene
+    from robots.franka.sim.simulator import SimScene
 
     scene = SimScene() if len(franka.arms) == 1 else SimScene.dual()
     node = {"arms": len(franka.arms), "arm_names": [a.name for a in franka.arms],

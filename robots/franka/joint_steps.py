@@ -31,14 +31,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from robots.franka import droid
-from robots.franka.franky_arm import at_rest
+from robots.franka.hardware.franky_arm import at_rest
 from robots.franka.step_check import KeepClear, StepRefused, check_step
 from rpent.runtime.arm import RuntimeFault
 
 if TYPE_CHECKING:
     import threading
 
-    from robots.franka.franky_arm import FrankyArm
+    from robots.franka.hardware.franky_arm import FrankyArm
 
 MOTIONS = ("velocity", "position")
 # How long a stopped arm may take to come to rest before the report says nothing of it.

@@ -196,12 +196,12 @@ class FrankaSpec(RobotSpec):
             runtime.close()
 
     def add_calibrate_args(self, parser: argparse.ArgumentParser) -> None:
-        from robots.franka.calibrate_cli import add_calibrate_args
+        from robots.franka.calibration.cli import add_calibrate_args
 
         add_calibrate_args(parser, self.default_config)
 
     def calibrate(self, args: argparse.Namespace) -> int:
-        from robots.franka.calibrate_cli import run_calibrate  # OpenCV and SciPy load only to calibrate
+        from robots.franka.calibration.cli import run_calibrate  # OpenCV and SciPy load only to calibrate
 
         return run_calibrate(args, self.deployment(args))
 

@@ -14,15 +14,15 @@ from typing import TYPE_CHECKING, Any
 from robots.franka.camera_mount import CameraMount
 from robots.franka.cameras import MujocoCamera, OpenCVCamera, configured_intrinsics
 from robots.franka.config import ArmConfig, CameraConfig, FrankaConfig
-from robots.franka.connect import RobotLink
-from robots.franka.franky_arm import FrankyArm
-from robots.franka.franky_gripper import FrankyGripper
+from robots.franka.hardware.connect import RobotLink
+from robots.franka.hardware.franky_arm import FrankyArm
+from robots.franka.hardware.franky_gripper import FrankyGripper
 from robots.franka.safety import SafetyConfig, SafetyEnvelope
 from rpent.runtime.arm import ApprovalChannel, RuntimeFault
 from rpent.runtime.camera import Camera
 
 if TYPE_CHECKING:  # franky-sim and MuJoCo are only needed with --sim
-    from robots.franka.sim import FrankaSim, SimScene
+    from robots.franka.sim.simulator import FrankaSim, SimScene
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +138,7 @@ def device_camera(
     intrinsics = configured_intrinsics(cam)
     if cam.kind == "realsense":
         try:
-            from robots.franka.realsense import RealSenseCamera
+            from robots.franka.hardware.realsense import RealSenseCamera
         except ImportError as exc:
             raise RuntimeFault(f"camera {cam.name}: kind realsense is not available ({exc})") from None
         # A RealSense is chosen by serial; a `device` path names a recording to play back instead.
@@ -170,7 +170,7 @@ def build_runtime(
 ) -> FrankaRuntime:
     """Connect everything in `config`; with `sim`, start franky-sim first and use its hosts.
 
-    `sim_seed` places the scene's objects at random (robots.franka.scene_layout), reachable within
+    `sim_seed` places the scene's objects at random (robots.franka.sim.scene_layout), reachable within
     this config's safety envelopes; None keeps the fixed scene. `sim_hosts` are the loopback
     addresses franky-sim may bind (busy ones skipped; default 127.0.0.1 on).
     """
@@ -216,14 +216,14 @@ def build_runtime(
 def _start_sim(config: FrankaConfig, safety: SafetyConfig, arm_cfgs: list[ArmConfig], scene: SimScene | None,
                sim_seed: int | None, sim_hosts: Sequence[str] | None = None) -> tuple[FrankaSim, list[ArmConfig]]:
     """Start franky-sim with the scene (random with `sim_seed`); the arm configs pointed at its hosts."""
-    from robots.franka.sim import FrankaSim, SimScene
+    from robots.franka.sim.simulator import FrankaSim, SimScene
 
     if scene is None:
         scene = SimScene() if len(arm_cfgs) == 1 else SimScene.dual()
     if len(scene.arm_positions) != len(arm_cfgs):
         raise ValueError(f"arms: the sim scene has {len(scene.arm_positions)} arms, the config {len(arm_cfgs)}")
     if sim_seed is not None:
-        from robots.franka.scene_layout import random_scene
+        from robots.franka.sim.scene_layout import random_scene
 
         scene = random_scene(
             sim_seed, scene,

@@ -5,9 +5,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from robots.franka import actions, scene_record
+from robots.franka import actions
 from robots.franka.frame_store import DEPTH_FOLDER, FrameStore
 from robots.franka.runtime import FrankaRuntime
+from robots.franka.sim import scene_record
 from robots.franka.tool_bounds import envelope_tools
 from robots.franka.tools import FRANKA_TOOLS
 from rpent.tools import Command, Toolkit, ToolResult

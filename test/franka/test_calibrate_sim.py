@@ -21,11 +21,11 @@ import yaml
 from sim_process import free_sim_hosts
 
 from robots.franka import kinematics
-from robots.franka.calibration_poses import auto_poses
+from robots.franka.calibration.config_edit import write_camera_transform
+from robots.franka.calibration.poses import auto_poses
 from robots.franka.config import CONFIG_DIR, HOME_JOINTS_RAD, load_franka_config
-from robots.franka.config_edit import write_camera_transform
-from robots.franka.sim import SimScene, scene_model
-from robots.franka.sim_world import mujoco_camera_pose, wrist_camera_on_flange
+from robots.franka.sim.simulator import SimScene, scene_model
+from robots.franka.sim.world import mujoco_camera_pose, wrist_camera_on_flange
 from rpent.cli.main import main
 from rpent.runtime.types import Pose, quat_from_matrix
 

@@ -8,9 +8,9 @@ from typing import Any
 import franky
 import pytest
 
-from robots.franka import calibration
-from robots.franka.calibration import CalibrationRun, _visit
-from robots.franka.calibration_poses import CalibrationPose
+from robots.franka.calibration import procedure as calibration
+from robots.franka.calibration.poses import CalibrationPose
+from robots.franka.calibration.procedure import CalibrationRun, _visit
 from rpent.runtime.arm import MotionRefused, RuntimeFault
 from rpent.runtime.types import Pose
 

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from robots.franka import kinematics
-from robots.franka.calibration_poses import AUTO_TILT_DEG, auto_poses, load_poses
+from robots.franka.calibration.handeye import MIN_ROTATION_SPREAD_DEG, rotation_spread_deg
+from robots.franka.calibration.poses import AUTO_TILT_DEG, auto_poses, load_poses
 from robots.franka.config import HOME_JOINTS_RAD
-from robots.franka.handeye import MIN_ROTATION_SPREAD_DEG, rotation_spread_deg
 from rpent.runtime.types import Pose, quat_from_matrix
 
 HOME = kinematics.tcp_pose(HOME_JOINTS_RAD)

@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from robots.franka import kinematics
+from robots.franka.calibration.config_edit import write_camera_transform
 from robots.franka.config import CONFIG_DIR, load_franka_config
-from robots.franka.config_edit import write_camera_transform
 
 FIXED = kinematics.transform((1.35, 0.012, 0.75), (-2.1, 0.02, 1.57))
 WRIST = kinematics.transform((0.05, 0.0, 0.07), (0.0, -0.25, 0.0))

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from robots.franka import kinematics
-from robots.franka.calibration import QualityLimits
-from robots.franka.charuco import BoardDetector, BoardNotFound, BoardSpec, BoardView
-from robots.franka.handeye import CalibrationError, HandEyeSample, solve
+from robots.franka.calibration.charuco import BoardDetector, BoardNotFound, BoardSpec, BoardView
+from robots.franka.calibration.handeye import CalibrationError, HandEyeSample, solve
+from robots.franka.calibration.procedure import QualityLimits
 from rpent.runtime.camera import Intrinsics
 
 INTRINSICS = Intrinsics(640, 480, 520.0, 520.0, 319.5, 239.5)

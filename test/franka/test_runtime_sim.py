@@ -14,7 +14,7 @@ import pytest
 from sim_process import franka_sim_process
 
 from robots.franka.config import HOME_JOINTS_RAD
-from robots.franka.franky_arm import FrankyArm
+from robots.franka.hardware.franky_arm import FrankyArm
 from robots.franka.runtime import FrankaRuntime
 from rpent.runtime.arm import Arm, Gripper, MotionRefused, RuntimeFault
 from rpent.runtime.camera import Camera

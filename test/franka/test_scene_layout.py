@@ -13,14 +13,14 @@ import pytest
 from robots.franka.config import CONFIG_DIR, HOME_JOINTS_RAD, load_franka_config
 from robots.franka.safety import SafetyEnvelope
 from robots.franka.safety_limits import Box
-from robots.franka.scene_layout import (
+from robots.franka.sim.scene_layout import (
     EDGE_MARGIN_M,
     GRASP_CLEARANCE_M,
     SceneLayoutError,
     grasp_yaw_rad,
     random_scene,
 )
-from robots.franka.sim import SimScene
+from robots.franka.sim.simulator import SimScene
 from rpent.runtime.arm import MotionRefused
 from rpent.runtime.types import Pose
 

@@ -11,8 +11,8 @@ import pytest
 from scripted_pick import SURVEY_XYZ_M, find_red_blob
 
 from robots.franka.config import CONFIG_DIR, HOME_JOINTS_RAD, load_franka_config
-from robots.franka.scene_layout import random_scene
-from robots.franka.sim import SimScene, scene_model
+from robots.franka.sim.scene_layout import random_scene
+from robots.franka.sim.simulator import SimScene, scene_model
 from rpent.runtime.types import Pose
 from rpent.tools.images import encode_png
 

@@ -9,8 +9,8 @@ import math
 import pytest
 
 from robots.franka.config import CONFIG_DIR, HOME_JOINTS_RAD, load_franka_config
-from robots.franka.scene_layout import random_scene
-from robots.franka.sim import SimScene
+from robots.franka.sim.scene_layout import random_scene
+from robots.franka.sim.simulator import SimScene
 from rpent.cli.main import main
 
 # Objects are placed at rest on the table: by the time the task starts they have settled.

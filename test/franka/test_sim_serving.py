@@ -10,8 +10,8 @@ import pytest
 from sim_process import free_sim_hosts
 
 from robots.franka.cameras import MujocoCamera
-from robots.franka.franky_arm import FrankyArm
-from robots.franka.sim import FrankaSim, SimScene
+from robots.franka.hardware.franky_arm import FrankyArm
+from robots.franka.sim.simulator import FrankaSim, SimScene
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 

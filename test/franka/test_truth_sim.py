@@ -21,7 +21,7 @@ from robots.franka.config import ArmConfig, FrankaConfig
 from robots.franka.runtime import FrankaRuntime, build_runtime
 from robots.franka.safety import SafetyEnvelope
 from robots.franka.safety_limits import ArmLimits
-from robots.franka.sim import SimScene
+from robots.franka.sim.simulator import SimScene
 from robots.franka.toolkit import FrankaToolkit
 from rpent.runtime.arm import RuntimeFault
 from rpent.runtime.types import Pose

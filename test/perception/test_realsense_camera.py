@@ -12,7 +12,7 @@ import pytest
 
 from robots.franka import kinematics
 from robots.franka.camera_mount import CameraMount
-from robots.franka.realsense import RealSenseCamera, choose_serial, opencv_distortion
+from robots.franka.hardware.realsense import RealSenseCamera, choose_serial, opencv_distortion
 from rpent.runtime.arm import RuntimeFault
 from rpent.runtime.camera import CameraFrame, Intrinsics
 

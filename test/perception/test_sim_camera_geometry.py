@@ -18,8 +18,8 @@ pytest.importorskip("franky_sim", reason="franky-sim is not installed (pip insta
 from robots.franka import kinematics  # noqa: E402
 from robots.franka.camera_mount import fovy_intrinsics  # noqa: E402
 from robots.franka.config import HOME_JOINTS_RAD  # noqa: E402
-from robots.franka.sim import SimScene, scene_model  # noqa: E402
-from robots.franka.sim_world import mujoco_camera_pose, wrist_camera_on_flange  # noqa: E402
+from robots.franka.sim.simulator import SimScene, scene_model  # noqa: E402
+from robots.franka.sim.world import mujoco_camera_pose, wrist_camera_on_flange  # noqa: E402
 
 # FR3 joint limits (rad), a little inside, for random poses.
 _LOW = np.array([-2.7, -1.7, -2.8, -3.0, -2.8, 0.6, -2.8])

@@ -27,7 +27,7 @@ from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from sim_process import franka_sim_process  # noqa: E402
 
-from robots.franka.franky_arm import FrankyArm  # noqa: E402
+from robots.franka.hardware.franky_arm import FrankyArm  # noqa: E402
 from robots.franka.ros.arm_node import FrankaArmNode  # noqa: E402
 from robots.franka.ros.camera_node import CameraNode  # noqa: E402
 from robots.franka.ros.gripper_node import FrankaGripperNode  # noqa: E402

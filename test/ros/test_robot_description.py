@@ -34,7 +34,7 @@ from robots.franka.ros.description import (
 from rpent.runtime.types import ArmState, quat_angle, quat_from_matrix, quat_from_rpy
 
 if TYPE_CHECKING:
-    from robots.franka.franky_arm import FrankyArm
+    from robots.franka.hardware.franky_arm import FrankyArm
 
 pytest.importorskip("franky_sim", reason="franky-sim is not installed (pip install rpent[sim]): it ships the FR3 URDF")
 
@@ -168,7 +168,7 @@ def test_links_match_franky_sims_mujoco_model_in_world(arm_index: int, name: str
     mujoco = pytest.importorskip("mujoco", reason="MuJoCo comes with franky-sim")
     from franky_sim.mujoco_simulator import MujocoSimulator
 
-    from robots.franka.sim import SimScene
+    from robots.franka.sim.simulator import SimScene
 
     sim = MujocoSimulator()
     for position in SimScene.dual().arm_positions:
@@ -196,8 +196,8 @@ def test_links_match_franky_sims_mujoco_model_in_world(arm_index: int, name: str
 
 
 def test_default_arm_placement_is_where_franky_sim_puts_the_arms() -> None:
-    pytest.importorskip("mujoco", reason="robots.franka.sim needs MuJoCo")
-    from robots.franka.sim import SimScene
+    pytest.importorskip("mujoco", reason="robots.franka.sim.simulator needs MuJoCo")
+    from robots.franka.sim.simulator import SimScene
 
     # dual_franka gives franky-sim the hosts [left, right] in that order.
     assert (sim_base_xyz()["left"], sim_base_xyz()["right"]) == SimScene.dual().arm_positions
@@ -209,7 +209,7 @@ def test_default_arm_placement_is_where_franky_sim_puts_the_arms() -> None:
 @pytest.mark.timeout(180)
 def test_hand_tcp_matches_frankys_end_effector_pose_over_fci() -> None:
     pytest.importorskip("franky", reason="franky-control is not installed (pip install rpent[sim])")
-    from robots.franka.franky_arm import FrankyArm
+    from robots.franka.hardware.franky_arm import FrankyArm
     from robots.franka.safety import SafetyEnvelope
     from robots.franka.safety_limits import ArmLimits
 

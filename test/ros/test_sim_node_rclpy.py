@@ -18,8 +18,8 @@ from sim_process import free_sim_hosts  # noqa: E402
 
 from robots.franka.config import CONFIG_DIR, HOME_JOINTS_RAD, load_franka_config  # noqa: E402
 from robots.franka.ros.sim_node import FrankaSimNode  # noqa: E402
-from robots.franka.scene_layout import random_scene  # noqa: E402
-from robots.franka.sim import SimScene  # noqa: E402
+from robots.franka.sim.scene_layout import random_scene  # noqa: E402
+from robots.franka.sim.simulator import SimScene  # noqa: E402
 from rpent.robot import ConfigError  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(120)]

@@ -60,7 +60,7 @@ class FrankaArmNode(ManagedRuntimeNode):
                                       base_xyz=base_xyz, base_rpy=p["base_rpy"], world_frame=p["world_frame"])
 
     def connect(self) -> Any:
-        from robots.franka.franky_arm import FrankyArm
+        from robots.franka.hardware.franky_arm import FrankyArm
 
         p = self.params
         realtime = {"auto": None, "enforce": True, "ignore": False}[p["realtime"]]

@@ -69,8 +69,8 @@ def franky_sim_urdf() -> Path:
 def sim_base_xyz() -> dict[str, tuple[float, float, float]]:
     """Where franky-sim puts the two arms of the dual setup, in the world frame: read from the scene
     itself (SimScene.dual), so rviz and the simulator cannot disagree. Imported when first asked:
-    robots.franka.sim loads MuJoCo and franky-sim (installed beside franky by rpent[sim])."""
-    from robots.franka.sim import SimScene
+    robots.franka.sim.simulator loads MuJoCo and franky-sim (installed beside franky by rpent[sim])."""
+    from robots.franka.sim.simulator import SimScene
 
     return dict(zip(DUAL_ARM_NAMES, SimScene.dual().arm_positions, strict=True))
 

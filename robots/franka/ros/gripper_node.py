@@ -40,7 +40,7 @@ class FrankaGripperNode(ManagedRuntimeNode):
                                       description_or_none(self, self.runtime_name, self.params["urdf"]), static=False)
 
     def connect(self) -> Any:
-        from robots.franka.franky_gripper import FrankyGripper
+        from robots.franka.hardware.franky_gripper import FrankyGripper
 
         return FrankyGripper(self.params["ip"], name=f"{self.runtime_name}_gripper", envelope=self.envelope,
                              connect_timeout_s=self.params["connect_timeout_s"])

@@ -34,7 +34,7 @@ class FrankaSimNode(RuntimeNode):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("franka_sim", **kwargs)
         from robots.franka.cameras import MujocoCamera
-        from robots.franka.sim import FrankaSim
+        from robots.franka.sim.simulator import FrankaSim
 
         parameters = NodeParameters(self)
         p = parameters.declare(
@@ -91,8 +91,8 @@ def sim_scene(arm_names: list[str], safety_file: str, sim_seed: int | None, imag
     within each arm's envelope from its home pose (robots.franka.runtime.build_runtime does the same)."""
     from robots.franka.config import HOME_JOINTS_RAD
     from robots.franka.safety import load_safety_config
-    from robots.franka.scene_layout import random_scene
-    from robots.franka.sim import SimScene
+    from robots.franka.sim.scene_layout import random_scene
+    from robots.franka.sim.simulator import SimScene
 
     scene = SimScene() if len(arm_names) == 1 else SimScene.dual()
     if sim_seed is None:

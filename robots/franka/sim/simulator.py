@@ -5,7 +5,7 @@ it and a real robot. Stepping runs in our own thread under a lock, so cameras an
 readers see whole physics steps, never half-written ones.
 
 Run standalone (e.g. to test a client against a separate process):
-    python -m robots.franka.sim --arms 2
+    python -m robots.franka.sim.simulator --arms 2
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 
@@ -29,11 +29,8 @@ from franky_sim.franka_gripper_protocol import GripperCommandStatus
 from franky_sim.franka_robot_server import FrankaRobotServer
 from franky_sim.franka_server import BaseCommand
 
-from robots.franka.sim_world import build_world, mujoco_camera_pose
+from robots.franka.sim.world import WorldPart, build_world, mujoco_camera_pose
 from rpent.runtime.arm import RuntimeFault
-
-if TYPE_CHECKING:
-    from robots.franka.sim_board import SimBoard
 
 Vec3 = tuple[float, float, float]
 
@@ -84,7 +81,7 @@ SWITCH_INTERVAL_S = 0.0005
 class SimScene:
     """The world. Arms sit at `arm_positions`; a pose in an arm's base frame is world minus that.
 
-    `seed` is None for the fixed scene below, else the seed robots.franka.scene_layout placed the
+    `seed` is None for the fixed scene below, else the seed robots.franka.sim.scene_layout placed the
     objects with (recorded with each run so a scene can be rebuilt).
     """
 
@@ -105,8 +102,8 @@ class SimScene:
     )
     seed: int | None = None
     wrist_cameras: tuple[SimWristCamera, ...] = (SimWristCamera("wrist", 0),)
-    # A ChArUco board for hand-eye calibration (robots.franka.sim_board), or none.
-    board: SimBoard | None = None
+    # A ChArUco board for hand-eye calibration (robots.franka.calibration.sim_board's SimBoard), or none.
+    board: WorldPart | None = None
 
     @classmethod
     def dual(cls, spacing_m: float = 0.5) -> SimScene:

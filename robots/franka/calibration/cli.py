@@ -6,7 +6,7 @@
 
 Exit status: 0 calibrated (and written with --write), 1 calibration failed or its residuals are
 too poor to write, 2 bad flags or config. With --sim, --write goes to <config>.sim.yaml, never into
-the deployment config itself (robots/franka/calibration_report.py).
+the deployment config itself (robots/franka/calibration/report.py).
 """
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ from typing import Any
 import numpy as np
 
 from robots.franka import actions
-from robots.franka.calibration import QualityLimits, calibrate, calibration_context, camera_of, mount_of
-from robots.franka.calibration_poses import CalibrationPose, auto_poses, load_poses
-from robots.franka.calibration_report import Comparison, compare, report_lines, sim_truth
-from robots.franka.charuco import BoardDetector, BoardNotFound, BoardSpec, BoardSpecError
+from robots.franka.calibration.charuco import BoardDetector, BoardNotFound, BoardSpec, BoardSpecError
+from robots.franka.calibration.handeye import CalibrationError
+from robots.franka.calibration.poses import CalibrationPose, auto_poses, load_poses
+from robots.franka.calibration.procedure import QualityLimits, calibrate, calibration_context, camera_of, mount_of
+from robots.franka.calibration.report import Comparison, compare, report_lines, sim_truth
 from robots.franka.config import FrankaConfig
-from robots.franka.handeye import CalibrationError
 from robots.franka.runtime import FrankaRuntime, build_runtime
 from rpent.loopback import loopback_hosts
 from rpent.robot import ConfigError
@@ -160,8 +160,8 @@ def _start(franka: FrankaConfig, camera: str, spec: BoardSpec, *, sim: bool, app
     try:
         if not sim:
             return build_runtime(franka, approval=approval_channel)
-        from robots.franka.sim import SimScene
-        from robots.franka.sim_board import board_scene
+        from robots.franka.calibration.sim_board import board_scene
+        from robots.franka.sim.simulator import SimScene
 
         scene = SimScene() if len(franka.arms) == 1 else SimScene.dual()
         entry = next((c for c in franka.cameras if c.name == camera), None)
@@ -202,7 +202,7 @@ def _in_workspace(arm: Any, pose: Any) -> bool:
 
 def _write(config: Path, target: Path, run: Any, franka: FrankaConfig) -> dict[str, Any]:
     """Into `target`: the config itself, or (a simulator calibration) its .sim file, started as a copy of it."""
-    from robots.franka.config_edit import write_camera_transform
+    from robots.franka.calibration.config_edit import write_camera_transform
 
     fields: dict[str, Any] = {"mount": run.mount}
     if run.arm != franka.arms[0].name:

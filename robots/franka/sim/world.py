@@ -1,4 +1,4 @@
-"""The simulated scene as a MuJoCo world: the MJCF franky-sim compiles (robots.franka.sim.SimScene's
+"""The simulated scene as a MuJoCo world: the MJCF franky-sim compiles (robots.franka.sim.simulator.SimScene's
 arms, table, cubes and cameras) and camera geometry read back from a compiled model (the optical frame
 of a fixed camera, where a wrist camera sits on its arm's flange)."""
 
@@ -6,13 +6,20 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Protocol
 
 import mujoco
 import numpy as np
 from franky_sim.mujoco_simulator import MujocoSimulator
 
 Vec3 = tuple[float, float, float]
+
+
+class WorldPart(Protocol):
+    """Something a scene adds to the MuJoCo world before it is compiled: the calibration board
+    (robots.franka.calibration.sim_board), which the simulator builds in without knowing what it is."""
+
+    def add_to(self, sim: MujocoSimulator) -> None: ...
 
 
 def _fmt(values: Iterable[float]) -> str:
@@ -33,7 +40,7 @@ def _camera_xyaxes(position: Vec3, target: Vec3, up: Vec3 = (0.0, 0.0, 1.0)) -> 
 
 
 def build_world(scene: Any) -> MujocoSimulator:
-    """franky-sim's MuJoCo simulator holding `scene` (a robots.franka.sim.SimScene): its arms, the table,
+    """franky-sim's MuJoCo simulator holding `scene` (a robots.franka.sim.simulator.SimScene): its arms, the table,
     the cubes, the fixed cameras, the wrist cameras on their hands and a calibration board if any;
     not yet compiled."""
     sim = MujocoSimulator()
@@ -86,9 +93,7 @@ def build_world(scene: Any) -> MujocoSimulator:
             fovy=f"{cam.fovy_deg}",
         )
     if s.board is not None:
-        from robots.franka.sim_board import add_board  # OpenCV draws the board: only when there is one
-
-        add_board(sim, s.board)
+        s.board.add_to(sim)
     hands = {b.get("name"): b for b in wb.iter("body")}
     for cam in s.wrist_cameras:
         hand = hands.get(f"robot{cam.arm_index}_hand")

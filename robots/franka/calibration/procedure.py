@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 
 from robots.franka import actions, kinematics
-from robots.franka.calibration_poses import CalibrationPose, describe
-from robots.franka.charuco import BoardDetector, BoardNotFound, BoardSpec
-from robots.franka.handeye import CalibrationError, HandEyeResult, HandEyeSample, Mount, solve
+from robots.franka.calibration.charuco import BoardDetector, BoardNotFound, BoardSpec
+from robots.franka.calibration.handeye import CalibrationError, HandEyeResult, HandEyeSample, Mount, solve
+from robots.franka.calibration.poses import CalibrationPose, describe
 from robots.franka.runtime import FrankaRuntime
 from rpent.runtime.arm import MotionRefused, RuntimeFault
 from rpent.runtime.camera import Camera, capture_frame

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from rpent.runtime.types import quat_from_matrix
 
 if TYPE_CHECKING:
-    from robots.franka.sim import FrankaSim
+    from robots.franka.sim.simulator import FrankaSim
 
 
 def object_poses(sim: FrankaSim, arm_names: Sequence[str]) -> dict[str, dict[str, Any]]:

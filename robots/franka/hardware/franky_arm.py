@@ -18,7 +18,7 @@ import franky
 import numpy as np
 
 from robots.franka import kinematics
-from robots.franka.connect import RobotLink, connect_with_timeout
+from robots.franka.hardware.connect import RobotLink, connect_with_timeout
 from robots.franka.safety import SafetyEnvelope
 from robots.franka.safety_limits import FR3_JOINT_ACCELERATION_MAX
 from rpent.loopback import is_loopback

@@ -18,7 +18,7 @@ import cv2
 import numpy as np
 
 from robots.franka import kinematics
-from robots.franka.charuco import BoardSpec
+from robots.franka.calibration.charuco import BoardSpec
 from rpent.runtime.types import quat_from_matrix
 
 Vec3 = tuple[float, float, float]
@@ -42,6 +42,10 @@ class SimBoard:
     def pose(self) -> np.ndarray:
         """Board frame in its parent (world, or the flange), 4 x 4."""
         return kinematics.transform(self.position_m, self.rpy_rad)
+
+    def add_to(self, sim: Any) -> None:
+        """Build the board into `sim`'s scene (robots.franka.sim.world.WorldPart)."""
+        add_board(sim, self)
 
 
 def board_facing(spec: BoardSpec, viewer_in_parent: np.ndarray, centre_in_parent: np.ndarray) -> tuple[Vec3, Vec3]:

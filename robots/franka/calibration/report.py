@@ -74,7 +74,7 @@ def sim_truth(runtime: Any, run: Any) -> np.ndarray | None:
     if sim is None:
         return None
     if run.mount == "wrist":
-        from robots.franka.sim_world import wrist_camera_on_flange
+        from robots.franka.sim.world import wrist_camera_on_flange
 
         return wrist_camera_on_flange(sim.model, run.camera)[1]
     return sim.camera_pose_in_arm_frame(run.camera, list(runtime.arms).index(run.arm))

@@ -25,7 +25,7 @@ import cv2
 import numpy as np
 from scipy.optimize import least_squares
 
-from robots.franka.charuco import BoardView
+from robots.franka.calibration.charuco import BoardView
 
 Mount = Literal["wrist", "fixed"]
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import franky
 
-from robots.franka.connect import RobotLink, connect_with_timeout
+from robots.franka.hardware.connect import RobotLink, connect_with_timeout
 from robots.franka.safety import SafetyEnvelope
 from rpent.runtime.arm import RuntimeFault
 from rpent.runtime.types import GripperState, MotionOutcome

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from robots.franka.safety import SafetyEnvelope
-from robots.franka.sim import SimCamera, SimObject, SimScene
+from robots.franka.sim.simulator import SimCamera, SimObject, SimScene
 from rpent.runtime.arm import MotionRefused
 from rpent.runtime.types import Pose
 

@@ -1,0 +1,1 @@
+"""Hand-eye calibration of the Franka's cameras: `rpent calibrate --robot franka`."""
