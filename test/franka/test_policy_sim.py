@@ -153,6 +153,9 @@ def below_table_goal(runtime: FrankaRuntime) -> list[np.ndarray]:
     return [kinematics.track_path(start, poses, arm.envelope.flange_to_tcp, iterations=60)[-1]]
 
 
+#: How far an arm stopped by a refusal may end from where the refusal found it: a quarter of the
+#: into_the_table policy's 0.02 rad step, so one more step (or half of one) would fail the test.
+AT_REFUSAL_RAD = 0.005
 HOSTILE = {
     # name: (the policy, the rules its refusal may name: the TCP's box floor lies above the table's margin)
     "into_the_table": (lambda rt: GoalSeeking(below_table_goal(rt), max_step_rad=(0.02,)), ("table at z", "workspace_m.z")),
@@ -172,9 +175,10 @@ def test_a_hostile_policy_is_stopped_before_the_unsafe_step_and_the_arm_stays_wh
     refused = outcome["refused"]
     assert any(rule in refused["rule"] for rule in rules), refused
     assert result.error.startswith(f"refused at step {refused['step']}: {refused['limit']} = {refused['value']}")
-    # Nothing past the refused step ran: the arm came to rest where the refusal found it.
+    # Nothing past the refused step ran: the arm came to rest where the refusal found it, give or take its
+    # braking from the velocity it had then (about 1 mrad: 1.04 seen in CI), well short of one more step.
     after = np.asarray(runtime.arm().settled_state().joints)
-    assert np.max(np.abs(after - np.asarray(refused["joints_rad"]))) < 1e-3
+    assert np.max(np.abs(after - np.asarray(refused["joints_rad"]))) < AT_REFUSAL_RAD
     assert outcome["steps"] <= refused["step"]
 
 
