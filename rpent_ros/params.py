@@ -246,8 +246,8 @@ def declare_robot_parameters(node: Any, own: Sequence[Param], *, flag_defaults: 
 
 def toolkit_parameters() -> tuple[Param, ...]:
     """toolkit_node's own parameters (its robot's flags come on top, from declare_robot_parameters)."""
-    from rpent_ros.approval import DEFAULT_SERVICE
-    from rpent_ros.goal_qos import MAX_GOALS
+    from rpent_ros.toolkit.approval import DEFAULT_SERVICE
+    from rpent_ros.toolkit.goal_qos import MAX_GOALS
 
     return (
         Param("runtime_mode", "inprocess", "inprocess: the robot's runtime lives in this node; ros: arms, grippers and "

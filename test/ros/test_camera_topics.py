@@ -10,8 +10,14 @@ import pytest
 
 from robots.franka.camera_mount import CameraMount
 from rpent.runtime.camera import CameraFrame, Intrinsics
-from rpent_ros.camera_topics import calibration_fields, camera_placement, cloud_points, depth_for_ros, stamp_parts
-from rpent_ros.runtime_codec import decode_result, encode_result
+from rpent_ros.runtime.camera_topics import (
+    calibration_fields,
+    camera_placement,
+    cloud_points,
+    depth_for_ros,
+    stamp_parts,
+)
+from rpent_ros.runtime.codec import decode_result, encode_result
 
 K = Intrinsics(6, 4, 5.0, 6.0, 2.5, 1.5)
 

@@ -11,7 +11,8 @@ from robots.toy.robot_spec import get_robot_spec
 from rpent.robot import ConfigError
 from rpent.tools import ToolResult
 from rpent.tools.images import encode_png
-from rpent_ros.conversions import (
+from rpent_ros.params import namespace_from_params
+from rpent_ros.toolkit.conversions import (
     GoalError,
     event_fields,
     feedback_fields,
@@ -21,7 +22,6 @@ from rpent_ros.conversions import (
     result_from_fields,
     tools_json,
 )
-from rpent_ros.params import namespace_from_params
 
 
 def test_generic_goal_names_its_tool_and_arguments():
@@ -116,7 +116,7 @@ def test_parameter_errors_name_the_parameter_and_the_rule(tmp_path):
 
 def test_runtime_values_round_trip_losslessly():
     from rpent.runtime.types import ArmState, MotionOutcome, Pose
-    from rpent_ros.runtime_codec import decode_call, decode_result, encode_call, encode_result
+    from rpent_ros.runtime.codec import decode_call, decode_result, encode_call, encode_result
 
     pose = Pose((0.4, -0.1, 0.3), (0.0, 1.0, 0.0, 0.0))
     state = ArmState(pose=pose, joints=(0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785), moving=True)

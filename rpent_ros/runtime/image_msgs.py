@@ -14,7 +14,7 @@ from sensor_msgs.msg import Image
 from std_msgs.msg import Header
 
 from rpent.tools.images import decode_png
-from rpent_ros.conversions import image_encoding
+from rpent_ros.toolkit.conversions import image_encoding
 
 # CvBridge keeps only lookup tables built in __init__, so one instance serves every thread.
 _bridge = CvBridge()

@@ -5,8 +5,8 @@
     ros2 action send_goal /toolkit/call_tool rpent/action/CallTool "{tool: move_by, arguments_json: '{\"dz_m\": 0.05}'}"
 
 Goals go into the toolkit's own scheduler when accepted (read-only goals overlap, exclusive goals
-queue in order); a ROS cancel cancels exactly that goal's call (rpent_ros/toolkit_goals.py); how each
-goal ends is one rule (rpent_ros/goal_status.py).
+queue in order); a ROS cancel cancels exactly that goal's call (rpent_ros/toolkit/goals.py); how each
+goal ends is one rule (rpent_ros/toolkit/goal_status.py).
 """
 
 from __future__ import annotations
@@ -31,9 +31,6 @@ from rpent.runner.logs import FanOutSink, ProgressSink
 from rpent.runner.run import default_output_dir
 from rpent.srv import CloseTask, GetStatus, ListTools, NewTask
 from rpent_ros import node_main
-from rpent_ros.approval import RosApprovalChannel
-from rpent_ros.conversions import tools_json
-from rpent_ros.events import RosEventSink
 from rpent_ros.logging_bridge import forward_python_logging
 from rpent_ros.params import (
     declare_robot_parameters,
@@ -41,11 +38,14 @@ from rpent_ros.params import (
     parse_robot_config,
     toolkit_parameters,
 )
-from rpent_ros.robot_ros import start_inprocess_telemetry
+from rpent_ros.runtime.robot_ros import start_inprocess_telemetry
 from rpent_ros.security.exposure import exposure_warning
 from rpent_ros.signals import shield_shutdown
 from rpent_ros.spinning import BackgroundSpin
-from rpent_ros.toolkit_goals import ToolkitGoals
+from rpent_ros.toolkit.approval import RosApprovalChannel
+from rpent_ros.toolkit.conversions import tools_json
+from rpent_ros.toolkit.events import RosEventSink
+from rpent_ros.toolkit.goals import ToolkitGoals
 
 log = logging.getLogger("rpent.toolkit_node")
 
@@ -58,7 +58,7 @@ class ToolkitNode(Node):
     with `runtime_mode:=inprocess` the arms and cameras run inside this node (and it publishes their
     rviz telemetry), with `runtime_mode:=ros` they run in the robot's runtime nodes and this node
     drives them through proxies. Tools are served as CallTool actions (`~/tools/<name>` and
-    `~/call_tool`, through the toolkit's own scheduler: rpent_ros/toolkit_goals.py), and the services
+    `~/call_tool`, through the toolkit's own scheduler: rpent_ros/toolkit/goals.py), and the services
     are the rest of the Toolkit API: `~/list_tools`, `~/status` (finish result, solved()),
     `~/new_task` and `~/close_task` (the current record closed and a fresh toolkit opened, so each
     planner or dashboard task gets a record of its own). The record is claimed before anything
@@ -97,7 +97,7 @@ class ToolkitNode(Node):
             camera_rate = own["camera_rate_hz"]
             start_inprocess_telemetry(self, self.spec, self.runtime_kwargs.get("runtime"), rate, camera_rate)
         elif self.runtime_mode == "ros":
-            from rpent_ros.remote_runtime import build_remote_runtime
+            from rpent_ros.runtime.remote import build_remote_runtime
 
             # The robot declares which runtime nodes serve its parts; proxies reach them.
             with flag_errors_as_parameters():
