@@ -33,21 +33,41 @@ from rpent.srv import CloseTask, GetStatus, ListTools, NewTask
 from rpent_ros import node_main
 from rpent_ros.logging_bridge import forward_python_logging
 from rpent_ros.params import (
+    Param,
     declare_robot_parameters,
     flag_errors_as_parameters,
     parse_robot_config,
-    toolkit_parameters,
 )
 from rpent_ros.runtime.robot_ros import start_inprocess_telemetry
 from rpent_ros.security.exposure import exposure_warning
 from rpent_ros.signals import shield_shutdown
 from rpent_ros.spinning import BackgroundSpin
-from rpent_ros.toolkit.approval import RosApprovalChannel
+from rpent_ros.toolkit.approval import DEFAULT_SERVICE, RosApprovalChannel
 from rpent_ros.toolkit.conversions import tools_json
 from rpent_ros.toolkit.events import RosEventSink
+from rpent_ros.toolkit.goal_qos import MAX_GOALS
 from rpent_ros.toolkit.goals import ToolkitGoals
 
 log = logging.getLogger("rpent.toolkit_node")
+
+
+def toolkit_parameters() -> tuple[Param, ...]:
+    """toolkit_node's own parameters (its robot's flags come on top, from declare_robot_parameters)."""
+    return (
+        Param("runtime_mode", "inprocess", "inprocess: the robot's runtime lives in this node; ros: arms, grippers and "
+              "cameras live in runtime nodes (franka_arm_node, ...) reached over RuntimeCall", choices=("inprocess", "ros")),
+        Param("cameras_node", "", "with runtime_mode ros: serve every camera from this node (<node>/<camera>/call) "
+              "instead of the camera nodes the robot declares (empty: as declared)"),
+        Param("publish_rate_hz", 30.0, "with runtime_mode inprocess: joint states and TF of its arms per second",
+              low=0.1, high=1000.0),
+        Param("camera_rate_hz", 0.0, "with runtime_mode inprocess: camera topics (image, depth, camera_info, points) "
+              "per second; each picture costs a render or a grab (0: none)", low=0.0, high=60.0),
+        Param("action_clips", False, "record an MP4 clip per action for a dashboard's timeline"),
+        Param("approval_service", DEFAULT_SERVICE, "service asked before each motion when approve_motions is set "
+              "(a dashboard node's operator)"),
+        Param("max_goals", MAX_GOALS, "unfinished goals held at once (the action QoS depth); more are refused, not lost",
+              low=1, high=100000),
+    )
 
 
 class ToolkitNode(Node):

@@ -16,7 +16,6 @@ from rpent_ros.toolkit.conversions import (
     GoalError,
     event_fields,
     feedback_fields,
-    image_encoding,
     parse_goal,
     result_fields,
     result_from_fields,
@@ -76,22 +75,6 @@ def test_feedback_and_event_fields():
     event = event_fields("tool_finished", {"call_id": 3, "tool": "grasp", "error": None})
     assert event["kind"] == "tool_finished" and event["call_id"] == 3 and event["tool"] == "grasp"
     assert json.loads(event["payload_json"])["call_id"] == 3
-
-
-def test_colour_frames_publish_as_rgb8_without_alpha_and_grey_frames_as_mono8():
-    rgba = np.arange(6 * 8 * 4, dtype=np.uint8).reshape(6, 8, 4)
-    pixels, encoding = image_encoding(rgba)
-    assert encoding == "rgb8" and np.array_equal(pixels, rgba[:, :, :3])
-    grey = np.full((6, 8, 1), 7, np.uint8)
-    pixels, encoding = image_encoding(grey)
-    assert encoding == "mono8" and pixels.shape == (6, 8) and np.array_equal(pixels, grey[:, :, 0])
-
-
-def test_frames_that_are_not_8_bit_rgb_or_grey_are_refused_with_the_rule():
-    with pytest.raises(ValueError, match="image: must be uint8"):
-        image_encoding(np.zeros((4, 4, 3), np.float32))
-    with pytest.raises(ValueError, match=r"image: must be HxW, HxWx1, HxWx3 or HxWx4, got shape \(4, 4, 2\)"):
-        image_encoding(np.zeros((4, 4, 2), np.uint8))
 
 
 def test_parameters_map_onto_the_robots_flags(tmp_path):

@@ -29,7 +29,8 @@ from robots.franka.ros.gripper_node import FrankaGripperNode  # noqa: E402
 from rpent.robot import ConfigError  # noqa: E402
 from rpent_ros.operator.mcp_bridge_node import McpBridgeNode  # noqa: E402
 from rpent_ros.operator.planner_node import PlannerNode  # noqa: E402
-from rpent_ros.params import RCLPY_PARAMETERS, declare_robot_parameters, toolkit_parameters  # noqa: E402
+from rpent_ros.params import RCLPY_PARAMETERS, declare_robot_parameters  # noqa: E402
+from rpent_ros.toolkit.toolkit_node import toolkit_parameters  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(120)]
 
