@@ -295,7 +295,7 @@ _ROBOT_ROS = {
     "robots/crane/ros/params.py": "from rpent_ros.params import Param\n",
     "rpent_ros/__init__.py": "",
     "rpent_ros/runtime/robot_ros.py": "import importlib\n\n\ndef load(package):\n"
-                              "    return importlib.import_module(f\"{package}.ros\")\n",
+                                      "    return importlib.import_module(f\"{package}.ros\")\n",
 }
 
 
@@ -312,7 +312,8 @@ def _planted(tmp_path: Path, module: str, line: str) -> list[tuple[str, str, str
     ("import importlib\nimportlib.import_module(\"robots.crane.ros\")\n", "robot_ros"),  # a literal name imports
 ])
 def test_robot_ros_rule_fails_on_rpent_ros_importing_a_robot(tmp_path, line, imported):
-    assert _planted(tmp_path, "rpent_ros/toolkit/toolkit_node.py", line) == [("rpent_ros/toolkit/toolkit_node.py", "ros", imported)]
+    module = "rpent_ros/toolkit/toolkit_node.py"
+    assert _planted(tmp_path, module, line) == [(module, "ros", imported)]
 
 
 @pytest.mark.parametrize("line", ["import rclpy\n", "from sensor_msgs.msg import JointState\n",

@@ -263,7 +263,7 @@ def main(args: list[str] | None = None) -> None:
     try:
         # A bad parameter: its name and rule, exit 2; Ctrl-C while it connects (even inside an import): exit 0.
         node = node_main.build("toolkit_node", ToolkitNode)
-        # Goals hold no thread (see toolkit_goals); the threads serve cancels (whose stop hooks may call
+        # Goals hold no thread (see goals.py); the threads serve cancels (whose stop hooks may call
         # runtime nodes and wait for their answer), services, feedback and telemetry.
         executor = MultiThreadedExecutor(num_threads=8)
         executor.add_node(node)
