@@ -277,7 +277,8 @@ def ros_room_breaches(root: Path) -> list[str]:
         rel = str(path.relative_to(root))
         importer = module_name(root, path)
         floor = _ros_room(importer)
-        for imp in imports_in(path.read_text(encoding="utf-8"), importer, path=rel, is_package=path.name == "__init__.py"):
+        for imp in imports_in(path.read_text(encoding="utf-8"), importer, path=rel,
+                              is_package=path.name == "__init__.py"):
             if not imp.target.startswith("rpent_ros."):
                 continue
             target = _ros_room(imp.target)

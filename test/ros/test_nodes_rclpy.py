@@ -83,7 +83,8 @@ def test_ros_cancel_stops_exactly_that_goal(ros, tmp_path):
         if world.gripper_xyz != start:
             break
         pause.wait(0.02)
-    # Stage feedback follows the goal's status message by STATUS_LEAD_S (rpent_ros.toolkit.goals), so it may trail the motion.
+    # Stage feedback follows the goal's status message by STATUS_LEAD_S (rpent_ros.toolkit.goals), so it may
+    # trail the motion.
     for _ in range(250):  # bounded wait (5 s)
         if "running" in stages:
             break
