@@ -13,7 +13,7 @@ CORE = [
     "av==17.1.0; python_version < '3.11'",
     "pyyaml>=6",
     # RosToolkit checks arguments against a remote tool's published JSON schema before sending them
-    # (rpent_ros/tool_schema.py); also the reference validator the schemas are tested against (test/core).
+    # (rpent_ros/toolkit/tool_schema.py); also the reference validator the schemas are tested against (test/core).
     "jsonschema==4.26.0",
 ]
 # SciPy: the least-squares refinement of hand-eye calibration (robots/franka/calibration/handeye.py); 1.17 needs

@@ -72,7 +72,7 @@ def _cancel_latencies(remote: Any, n: int, first: int = 0) -> list[float]:
 
 def _measure(node: Any, calls: int, cancels: int) -> dict[str, list[float]]:
     """Client side: the same RosToolkit pattern against the bare server and the toolkit node."""
-    from rpent_ros.toolkit_client import RosToolkit
+    from rpent_ros.toolkit.client import RosToolkit
 
     bare, toolkit = RosToolkit(node, BARE), RosToolkit(node, "/toolkit")
     for remote in (bare, toolkit):
@@ -133,7 +133,7 @@ def _client_process(args: argparse.Namespace) -> int:
 def _toolkit_client_process(args: argparse.Namespace) -> int:
     """A client of the toolkit node only (no bare server), named as the policy names the planner."""
     from rpent_ros.spinning import spinning_node
-    from rpent_ros.toolkit_client import RosToolkit
+    from rpent_ros.toolkit.client import RosToolkit
 
     with spinning_node("planner") as node:
         toolkit = RosToolkit(node, "/toolkit")
@@ -153,7 +153,7 @@ def _serve_process(args: argparse.Namespace) -> int:
     from rclpy.parameter import Parameter
 
     from rpent_ros.spinning import BackgroundSpin
-    from rpent_ros.toolkit_node import ToolkitNode
+    from rpent_ros.toolkit.toolkit_node import ToolkitNode
 
     rclpy.init(args=sys.argv)
     with tempfile.TemporaryDirectory() as tmp:
@@ -247,9 +247,9 @@ def main() -> int:
         from rclpy.node import Node
         from rclpy.parameter import Parameter
 
-        from rpent_ros.conversions import tools_json
         from rpent_ros.spinning import BackgroundSpin
-        from rpent_ros.toolkit_node import ToolkitNode
+        from rpent_ros.toolkit.conversions import tools_json
+        from rpent_ros.toolkit.toolkit_node import ToolkitNode
     except ImportError as exc:
         print(f"skipped: {exc} (source ROS 2 and the colcon workspace of this package)")
         return 0

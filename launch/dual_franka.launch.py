@@ -26,7 +26,7 @@ from rpent_ros.launch_helpers import (
     rviz_node,
     sim_seed,
 )
-from rpent_ros.runtime_launch import cameras_node_of, robot_runtime_nodes, runtime_node_actions
+from rpent_ros.runtime.launch_actions import cameras_node_of, robot_runtime_nodes, runtime_node_actions
 
 ARGUMENTS = [
     ("use_sim", "false", "true: start franky-sim with two arms on sim_hosts and simulated cameras"),

@@ -127,7 +127,7 @@ def serve(program: str, factory: Callable[[], Node], *, threads: int = 8,
 
 
 def run_runtime_node(program: str, factory: Callable[[], Any], args: list[str] | None = None) -> None:
-    """The main() of a runtime node executable (rpent_ros.runtime_node, rpent_ros.managed_node and the
+    """The main() of a runtime node executable (rpent_ros.runtime.runtime_node, rpent_ros.runtime.managed_node and the
     robots' nodes built on them): init, serve, and on the way out the node's own shutdown()."""
     init(args)
     serve(program, factory, shutdown=lambda node: node.shutdown())

@@ -244,28 +244,6 @@ def declare_robot_parameters(node: Any, own: Sequence[Param], *, flag_defaults: 
     return RobotParameters(values, robot, spec, namespace, flags)
 
 
-def toolkit_parameters() -> tuple[Param, ...]:
-    """toolkit_node's own parameters (its robot's flags come on top, from declare_robot_parameters)."""
-    from rpent_ros.approval import DEFAULT_SERVICE
-    from rpent_ros.goal_qos import MAX_GOALS
-
-    return (
-        Param("runtime_mode", "inprocess", "inprocess: the robot's runtime lives in this node; ros: arms, grippers and "
-              "cameras live in runtime nodes (franka_arm_node, ...) reached over RuntimeCall", choices=("inprocess", "ros")),
-        Param("cameras_node", "", "with runtime_mode ros: serve every camera from this node (<node>/<camera>/call) "
-              "instead of the camera nodes the robot declares (empty: as declared)"),
-        Param("publish_rate_hz", 30.0, "with runtime_mode inprocess: joint states and TF of its arms per second",
-              low=0.1, high=1000.0),
-        Param("camera_rate_hz", 0.0, "with runtime_mode inprocess: camera topics (image, depth, camera_info, points) "
-              "per second; each picture costs a render or a grab (0: none)", low=0.0, high=60.0),
-        Param("action_clips", False, "record an MP4 clip per action for a dashboard's timeline"),
-        Param("approval_service", DEFAULT_SERVICE, "service asked before each motion when approve_motions is set "
-              "(a dashboard node's operator)"),
-        Param("max_goals", MAX_GOALS, "unfinished goals held at once (the action QoS depth); more are refused, not lost",
-              low=1, high=100000),
-    )
-
-
 def robot_flag_params(spec: RobotSpec, defaults: Mapping[str, Any]) -> list[Param]:
     """A Param per `rpent run --robot <spec>` flag: its type, default, help and choices."""
     params = []

@@ -53,7 +53,7 @@ ROBOT_ROS = re.compile(r"^(robots\.[A-Za-z_][A-Za-z0-9_]*\.ros)(\.|$)")
 _OUTWARD = "rpent imports neither robots nor ROS: robots are found by name, ROS lives in rpent_ros"
 _CLI = "only rpent/__main__.py imports rpent.cli: the cli parses arguments and prints, nothing builds on it"
 _ROBOT_ROS_LOADED = ("a robot's ROS package (robots.<name>.ros) is loaded only by rpent_ros, by name "
-                     "(rpent_ros/robot_ros.py), and imported only from within itself")
+                     "(rpent_ros/runtime/robot_ros.py), and imported only from within itself")
 FORBIDDEN: dict[str, dict[str, str]] = {
     "core": {
         "dashboard": "core publishes through rpent.tools.events.DashboardEventSink, it never imports the dashboard",
@@ -92,7 +92,7 @@ FORBIDDEN: dict[str, dict[str, str]] = {
                   "cli": _CLI, "dashboard": "a robot describes its dashboard as data (rpent.robot)"},
     "ros": {"cli": _CLI,
             "robots": "rpent_ros imports no robot (lazily or under TYPE_CHECKING neither): robots are found by "
-                      "name, and a robot's nodes are its own (robots.<name>.ros, loaded by rpent_ros.robot_ros)",
+                      "name, and a robot's nodes are its own (robots.<name>.ros, loaded by rpent_ros.runtime.robot_ros)",
             "robot_ros": _ROBOT_ROS_LOADED},
     "record": {**{layer: "the record is below the toolkit: rpent.tools and everything above write it, rpent.record "
                          "imports none of them" for layer in ("core", "planner", "mcp", "runner", "eval", "dashboard",
@@ -291,11 +291,11 @@ _ROBOT_ROS = {
     "robots/crane/config.py": "import json\n",
     "robots/crane/ros/__init__.py": "",
     "robots/crane/ros/hoist_node.py": "from robots.crane.config import json\nfrom robots.crane.ros.params import NAME\n"
-                                      "from rpent_ros.managed_node import ManagedRuntimeNode\n",
+                                      "from rpent_ros.runtime.managed_node import ManagedRuntimeNode\n",
     "robots/crane/ros/params.py": "from rpent_ros.params import Param\n",
     "rpent_ros/__init__.py": "",
-    "rpent_ros/robot_ros.py": "import importlib\n\n\ndef load(package):\n"
-                              "    return importlib.import_module(f\"{package}.ros\")\n",
+    "rpent_ros/runtime/robot_ros.py": "import importlib\n\n\ndef load(package):\n"
+                                      "    return importlib.import_module(f\"{package}.ros\")\n",
 }
 
 
@@ -312,7 +312,8 @@ def _planted(tmp_path: Path, module: str, line: str) -> list[tuple[str, str, str
     ("import importlib\nimportlib.import_module(\"robots.crane.ros\")\n", "robot_ros"),  # a literal name imports
 ])
 def test_robot_ros_rule_fails_on_rpent_ros_importing_a_robot(tmp_path, line, imported):
-    assert _planted(tmp_path, "rpent_ros/toolkit_node.py", line) == [("rpent_ros/toolkit_node.py", "ros", imported)]
+    module = "rpent_ros/toolkit/toolkit_node.py"
+    assert _planted(tmp_path, module, line) == [(module, "ros", imported)]
 
 
 @pytest.mark.parametrize("line", ["import rclpy\n", "from sensor_msgs.msg import JointState\n",

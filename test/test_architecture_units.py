@@ -1,6 +1,7 @@
 """Structure rules beside the layering (test_architecture.py): one place for the default model, the call
-lifecycle as one unit, no import circles, and callers typed against the ToolkitAPI. Each rule has a
-self-test that plants a breach in a small tree and sees it named.
+lifecycle as one unit, no import circles, rooms that import only the rooms below them (robots/franka's,
+rpent_ros's), and callers typed against the ToolkitAPI. Each rule has a self-test that plants a breach
+in a small tree and sees it named.
 """
 
 from __future__ import annotations
@@ -251,6 +252,77 @@ def test_franka_room_rule_fails_on_a_planted_import_of_calibration(tmp_path):
     planted = {**files, "robots/franka/sim/world.py": "from robots.franka.calibration.charuco import BoardSpec\n"}
     assert franka_room_breaches(write_tree(tmp_path / "planted", planted)) == [
         "robots.franka.sim.world imports robots.franka.calibration.charuco"]
+
+
+# -- rpent_ros's rooms ------------------------------------------------------------------------------
+
+#: rpent_ros's three sides, from the top floor down. The operator side (dashboard, MCP bridge, planner
+#: nodes) drives a toolkit_node through RosToolkit; the toolkit node assembles its runtime from runtime
+#: nodes; the runtime side serves runtime objects and knows neither who calls them nor who watches. A
+#: side may import the sides below it; rpent_ros's own modules outside the rooms (entry, node_main,
+#: params, spinning, launch_helpers, security/, ...) are the plumbing all three share and import none.
+ROS_ROOMS = ("rpent_ros.operator", "rpent_ros.toolkit", "rpent_ros.runtime")
+
+
+def _ros_room(module: str) -> int:
+    """The floor of a module of rpent_ros: its room's place in ROS_ROOMS, len(ROS_ROOMS) for the shared plumbing."""
+    return next((i for i, room in enumerate(ROS_ROOMS) if module == room or module.startswith(room + ".")),
+                len(ROS_ROOMS))
+
+
+def ros_room_breaches(root: Path) -> list[str]:
+    """Each import (module level or lazy) in rpent_ros of a room above the importer's own floor."""
+    found = []
+    for path in sorted((root / "rpent_ros").rglob("*.py")):
+        rel = str(path.relative_to(root))
+        importer = module_name(root, path)
+        floor = _ros_room(importer)
+        for imp in imports_in(path.read_text(encoding="utf-8"), importer, path=rel,
+                              is_package=path.name == "__init__.py"):
+            if not imp.target.startswith("rpent_ros."):
+                continue
+            target = _ros_room(imp.target)
+            if target < floor:
+                side = "the shared plumbing" if floor == len(ROS_ROOMS) else ROS_ROOMS[floor]
+                found.append(f"{imp.path}:{imp.line}: `{imp.source}`: {side} imports no room above it "
+                             f"({ROS_ROOMS[target]}; the order is {' > '.join(ROS_ROOMS)} > the shared plumbing)")
+    return found
+
+
+def test_rpent_ros_rooms_import_only_the_rooms_below_them():
+    found = ros_room_breaches(ROOT)
+    if found:
+        pytest.fail("rpent_ros's rooms point back up:\n" + "\n".join(found), pytrace=False)
+
+
+_ROS_ROOMS_TREE = {
+    "rpent_ros/__init__.py": "", "rpent_ros/params.py": "",
+    "rpent_ros/operator/__init__.py": "",
+    "rpent_ros/operator/dashboard_node.py": "from rpent_ros.toolkit.client import RosToolkit\n"
+                                            "from rpent_ros.runtime.image_msgs import image_msg_to_rgb\n",
+    "rpent_ros/toolkit/__init__.py": "",
+    "rpent_ros/toolkit/client.py": "from rpent_ros.params import Param\n",
+    "rpent_ros/toolkit/toolkit_node.py": "from rpent_ros.toolkit.client import RosToolkit\n"
+                                         "def runtime():\n    from rpent_ros.runtime.remote import build\n",
+    "rpent_ros/runtime/__init__.py": "",
+    "rpent_ros/runtime/image_msgs.py": "",
+    "rpent_ros/runtime/remote.py": "from rpent_ros.params import Param\nfrom rpent_ros.runtime import image_msgs\n",
+}
+
+
+@pytest.mark.parametrize(("module", "line", "room"), [
+    ("rpent_ros/runtime/remote.py", "from rpent_ros.toolkit.client import RosToolkit", "rpent_ros.toolkit"),
+    ("rpent_ros/runtime/image_msgs.py", "from rpent_ros.operator import dashboard_node", "rpent_ros.operator"),
+    ("rpent_ros/toolkit/client.py", "def approve():\n    from rpent_ros.operator.dashboard_node import serve",
+     "rpent_ros.operator"),
+    ("rpent_ros/params.py", "from rpent_ros.toolkit.client import RosToolkit", "rpent_ros.toolkit"),
+])
+def test_ros_room_rule_fails_on_a_planted_import_back_up(tmp_path, module, line, room):
+    assert ros_room_breaches(write_tree(tmp_path / "kept", _ROS_ROOMS_TREE)) == []
+    planted = write_tree(tmp_path / "planted", {**_ROS_ROOMS_TREE, module: line + "\n"})
+    found = ros_room_breaches(planted)
+    assert len(found) == 1 and found[0].startswith(f"{module}:{line.count(chr(10)) + 1}: `")
+    assert f"imports no room above it ({room};" in found[0]
 
 
 def test_call_unit_rule_fails_on_planted_reaches(tmp_path):

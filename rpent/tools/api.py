@@ -3,8 +3,8 @@
 Three implementations, one contract (test/toolkit_conformance.py runs the same cases against each):
 
 - `rpent.tools.Toolkit`: the robot's tools in this process;
-- `rpent_ros.toolkit_client.RosToolkit`: a toolkit_node's tools over ROS 2 actions (planner_node, mcp_bridge_node);
-- `rpent_ros.remote_robot.RemoteTask`: one dashboard task's part of a toolkit_node (its own record on the node).
+- `rpent_ros.toolkit.client.RosToolkit`: a toolkit_node's tools over ROS 2 actions (planner_node, mcp_bridge_node);
+- `rpent_ros.operator.remote_robot.RemoteTask`: one dashboard task's part of a toolkit_node (its own record on the node).
 
 Where they differ, the docstrings below say so. Extras some toolkits offer (`state`, `scene_state()`,
 `approvals()`) are not part of the contract: callers look them up with getattr.

@@ -24,7 +24,7 @@ ENCLAVE_PREFIX = "/rpent"
 #: Nodes of every deployment, besides the runtime nodes a robot declares.
 TOOLKIT, PLANNER, DASHBOARD, MCP_BRIDGE, MONITOR, LAUNCH = ("toolkit", "planner", "dashboard", "mcp_bridge", "monitor",
                                                             "launch")
-#: The toolkit's own helper node in the same process (rpent_ros/lifecycle_client.py).
+#: The toolkit's own helper node in the same process (rpent_ros/runtime/lifecycle_client.py).
 _PROBE = "rpent_lifecycle_probe"
 #: Nodes whose names change from run to run, per enclave that hosts them.
 _MONITOR_NODES = ("rviz*", "transform_listener_impl_*", "_ros2cli_*", "monitor*")

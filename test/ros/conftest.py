@@ -116,7 +116,7 @@ def franka_sim_toolkit(ros: Callable[[Any], Any]) -> Callable[..., Any]:
     franky-sim, without video; `parameters` are further node parameters (e.g. camera_rate_hz=2.0)."""
     from rclpy.parameter import Parameter
 
-    from rpent_ros.toolkit_node import ToolkitNode
+    from rpent_ros.toolkit.toolkit_node import ToolkitNode
 
     def start(output_dir: Path, **parameters: Any) -> Any:
         values = {"robot": "franka", "sim": True, "video_fps": 0.0, "output_dir": str(output_dir), **parameters}

@@ -16,7 +16,7 @@ from action_msgs.srv import CancelGoal
 
 from rpent.action import CallTool
 from rpent_ros.action_client import ThreadSafeActionClient
-from rpent_ros.goal_qos import call_tool_client_qos
+from rpent_ros.toolkit.goal_qos import call_tool_client_qos
 
 STATUS_NAMES = {
     GoalStatus.STATUS_SUCCEEDED: "SUCCEEDED",

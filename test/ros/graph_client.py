@@ -35,7 +35,7 @@ def discover(node: Node, action: str, timeout_s: float) -> dict:
 
 
 def call(node: Node, tool: str, arguments: str, timeout_s: float) -> dict:
-    from rpent_ros.toolkit_client import RosToolkit
+    from rpent_ros.toolkit.client import RosToolkit
 
     toolkit = RosToolkit(node, "/toolkit", timeout_s=timeout_s)
     toolkit.wait_ready(timeout_s)

@@ -30,7 +30,7 @@ def main() -> int:
     args = parser.parse_args()
 
     from rpent_ros.spinning import spinning_node
-    from rpent_ros.toolkit_client import RosToolkit
+    from rpent_ros.toolkit.client import RosToolkit
 
     with spinning_node("remote_calls") as node:
         remote = RosToolkit(node, args.namespace)

@@ -32,7 +32,7 @@ from robots.franka.ros.arm_node import FrankaArmNode  # noqa: E402
 from robots.franka.ros.description import UrdfError, load_arm_description  # noqa: E402
 from robots.franka.ros.gripper_node import FrankaGripperNode  # noqa: E402
 from rpent.runtime.types import quat_from_matrix  # noqa: E402
-from rpent_ros.telemetry import TF_STATIC_LISTENER  # noqa: E402
+from rpent_ros.runtime.telemetry import TF_STATIC_LISTENER  # noqa: E402
 
 from .managed import activated  # noqa: E402
 

@@ -30,10 +30,10 @@ from tf2_msgs.msg import TFMessage  # noqa: E402
 from launch import LaunchDescription  # noqa: E402
 from robots.franka.camera_mount import fovy_intrinsics  # noqa: E402
 from robots.franka.sim.simulator import TABLE_TOP_Z_M, SimScene  # noqa: E402
-from rpent_ros.camera_topics import calibration_fields  # noqa: E402
 from rpent_ros.launch_graph import GRAPH_ARGUMENTS  # noqa: E402
 from rpent_ros.launch_helpers import managed_node  # noqa: E402
-from rpent_ros.telemetry import TF_STATIC_LISTENER  # noqa: E402
+from rpent_ros.runtime.camera_topics import calibration_fields  # noqa: E402
+from rpent_ros.runtime.telemetry import TF_STATIC_LISTENER  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(300)]
 WIDTH, HEIGHT = 160, 120

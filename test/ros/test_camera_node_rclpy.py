@@ -30,8 +30,8 @@ from robots.franka import kinematics  # noqa: E402
 from robots.franka.ros.camera_node import CameraNode  # noqa: E402
 from rpent.runtime.arm import RuntimeFault  # noqa: E402
 from rpent.runtime.camera import CameraFrame  # noqa: E402
-from rpent_ros.remote_runtime import CameraProxy  # noqa: E402
-from rpent_ros.telemetry import TF_STATIC_LISTENER  # noqa: E402
+from rpent_ros.runtime.remote import CameraProxy  # noqa: E402
+from rpent_ros.runtime.telemetry import TF_STATIC_LISTENER  # noqa: E402
 
 from .managed import activated  # noqa: E402
 

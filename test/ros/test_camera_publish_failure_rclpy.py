@@ -26,7 +26,7 @@ from rclpy.parameter import Parameter  # noqa: E402
 from sensor_msgs.msg import Image  # noqa: E402
 
 from robots.franka.ros.camera_node import CameraNode  # noqa: E402
-from rpent_ros import image_msgs  # noqa: E402
+from rpent_ros.runtime import image_msgs  # noqa: E402
 
 from .managed import activated  # noqa: E402
 

@@ -19,7 +19,7 @@ from rclpy.node import Node  # noqa: E402
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
-from rpent_ros.telemetry import TF_STATIC_LISTENER  # noqa: E402
+from rpent_ros.runtime.telemetry import TF_STATIC_LISTENER  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(180)]
 

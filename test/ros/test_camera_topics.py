@@ -10,8 +10,15 @@ import pytest
 
 from robots.franka.camera_mount import CameraMount
 from rpent.runtime.camera import CameraFrame, Intrinsics
-from rpent_ros.camera_topics import calibration_fields, camera_placement, cloud_points, depth_for_ros, stamp_parts
-from rpent_ros.runtime_codec import decode_result, encode_result
+from rpent_ros.runtime.camera_topics import (
+    calibration_fields,
+    camera_placement,
+    cloud_points,
+    depth_for_ros,
+    image_encoding,
+    stamp_parts,
+)
+from rpent_ros.runtime.codec import decode_result, encode_result
 
 K = Intrinsics(6, 4, 5.0, 6.0, 2.5, 1.5)
 
@@ -109,3 +116,19 @@ def test_camera_frames_cross_runtime_call_whole() -> None:
     assert (back.camera, back.base_frame, back.stamp_s, back.info) == ("wrist", "left_link0", 1700000000.5, {"mount": "wrist"})
     colour_only = decode_result(encode_result(CameraFrame("usb", frame.rgb)))
     assert colour_only.depth_m is None and colour_only.intrinsics is None and colour_only.T_base_camera is None
+
+
+def test_colour_frames_publish_as_rgb8_without_alpha_and_grey_frames_as_mono8():
+    rgba = np.arange(6 * 8 * 4, dtype=np.uint8).reshape(6, 8, 4)
+    pixels, encoding = image_encoding(rgba)
+    assert encoding == "rgb8" and np.array_equal(pixels, rgba[:, :, :3])
+    grey = np.full((6, 8, 1), 7, np.uint8)
+    pixels, encoding = image_encoding(grey)
+    assert encoding == "mono8" and pixels.shape == (6, 8) and np.array_equal(pixels, grey[:, :, 0])
+
+
+def test_frames_that_are_not_8_bit_rgb_or_grey_are_refused_with_the_rule():
+    with pytest.raises(ValueError, match="image: must be uint8"):
+        image_encoding(np.zeros((4, 4, 3), np.float32))
+    with pytest.raises(ValueError, match=r"image: must be HxW, HxWx1, HxWx3 or HxWx4, got shape \(4, 4, 2\)"):
+        image_encoding(np.zeros((4, 4, 2), np.uint8))

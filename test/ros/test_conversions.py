@@ -11,17 +11,16 @@ from robots.toy.robot_spec import get_robot_spec
 from rpent.robot import ConfigError
 from rpent.tools import ToolResult
 from rpent.tools.images import encode_png
-from rpent_ros.conversions import (
+from rpent_ros.params import namespace_from_params
+from rpent_ros.toolkit.conversions import (
     GoalError,
     event_fields,
     feedback_fields,
-    image_encoding,
     parse_goal,
     result_fields,
     result_from_fields,
     tools_json,
 )
-from rpent_ros.params import namespace_from_params
 
 
 def test_generic_goal_names_its_tool_and_arguments():
@@ -78,22 +77,6 @@ def test_feedback_and_event_fields():
     assert json.loads(event["payload_json"])["call_id"] == 3
 
 
-def test_colour_frames_publish_as_rgb8_without_alpha_and_grey_frames_as_mono8():
-    rgba = np.arange(6 * 8 * 4, dtype=np.uint8).reshape(6, 8, 4)
-    pixels, encoding = image_encoding(rgba)
-    assert encoding == "rgb8" and np.array_equal(pixels, rgba[:, :, :3])
-    grey = np.full((6, 8, 1), 7, np.uint8)
-    pixels, encoding = image_encoding(grey)
-    assert encoding == "mono8" and pixels.shape == (6, 8) and np.array_equal(pixels, grey[:, :, 0])
-
-
-def test_frames_that_are_not_8_bit_rgb_or_grey_are_refused_with_the_rule():
-    with pytest.raises(ValueError, match="image: must be uint8"):
-        image_encoding(np.zeros((4, 4, 3), np.float32))
-    with pytest.raises(ValueError, match=r"image: must be HxW, HxWx1, HxWx3 or HxWx4, got shape \(4, 4, 2\)"):
-        image_encoding(np.zeros((4, 4, 2), np.uint8))
-
-
 def test_parameters_map_onto_the_robots_flags(tmp_path):
     spec = get_robot_spec()
     namespace = namespace_from_params(spec, {"robot": "toy", "speed": 0.25, "output_dir": str(tmp_path), "task": "stack"})
@@ -116,7 +99,7 @@ def test_parameter_errors_name_the_parameter_and_the_rule(tmp_path):
 
 def test_runtime_values_round_trip_losslessly():
     from rpent.runtime.types import ArmState, MotionOutcome, Pose
-    from rpent_ros.runtime_codec import decode_call, decode_result, encode_call, encode_result
+    from rpent_ros.runtime.codec import decode_call, decode_result, encode_call, encode_result
 
     pose = Pose((0.4, -0.1, 0.3), (0.0, 1.0, 0.0, 0.0))
     state = ArmState(pose=pose, joints=(0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785), moving=True)

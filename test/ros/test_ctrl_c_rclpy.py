@@ -29,8 +29,8 @@ from sensor_msgs.msg import Image  # noqa: E402
 from sim_process import franka_sim_process, free_sim_hosts  # noqa: E402
 
 from rpent.record.steps import read_steps  # noqa: E402
-from rpent_ros.toolkit_client import RosToolkit  # noqa: E402
-from rpent_ros.toolkit_node import ToolkitNode  # noqa: E402
+from rpent_ros.toolkit.client import RosToolkit  # noqa: E402
+from rpent_ros.toolkit.toolkit_node import ToolkitNode  # noqa: E402
 
 from .goals import wait_until  # noqa: E402
 
@@ -119,7 +119,7 @@ def test_ctrl_c_on_a_planner_node_cancels_its_motion_and_exits_cleanly(ros, tmp_
     recipe.write_text('{"tool": "move_to", "arguments": {"x_m": 0.5, "y_m": 0.5}}\n')
     world = toolkit.runtime_kwargs["world"]
     start = list(world.gripper_xyz)
-    planner = NodeProcess("from rpent_ros.planner_node import main; main()",
+    planner = NodeProcess("from rpent_ros.operator.planner_node import main; main()",
                           "-p", "robot:=toy", "-p", f"recipe:={recipe}", "-p", f"output_dir:={tmp_path / 'planner'}",
                           cwd=tmp_path)
     try:
@@ -141,7 +141,7 @@ def test_ctrl_c_on_an_mcp_bridge_node_exits_cleanly(ros, tmp_path):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    bridge = NodeProcess("from rpent_ros.mcp_bridge_node import main; main()",
+    bridge = NodeProcess("from rpent_ros.operator.mcp_bridge_node import main; main()",
                          "-p", "transport:=http", "-p", f"port:={port}", cwd=tmp_path)
     try:
         bridge.wait_for("MCP server listening")

@@ -17,8 +17,8 @@ pytest.importorskip("rpent.action", reason="rpent interfaces not generated: colc
 from rclpy.parameter import Parameter  # noqa: E402
 
 from rpent.record.steps import read_steps  # noqa: E402
-from rpent_ros.dashboard_node import DashboardNode  # noqa: E402
-from rpent_ros.toolkit_node import ToolkitNode  # noqa: E402
+from rpent_ros.operator.dashboard_node import DashboardNode  # noqa: E402
+from rpent_ros.toolkit.toolkit_node import ToolkitNode  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(120)]
 RECIPE = Path(__file__).resolve().parents[2] / "robots" / "toy" / "recipes" / "red_block_in_bin.jsonl"

@@ -33,7 +33,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E
 
 from rpent.action import CallTool  # noqa: E402
 from rpent.record.steps import read_steps  # noqa: E402
-from rpent_ros.toolkit_node import ToolkitNode  # noqa: E402
+from rpent_ros.toolkit.toolkit_node import ToolkitNode  # noqa: E402
 
 from .goals import wait_until  # noqa: E402
 

@@ -27,10 +27,10 @@ from tf2_msgs.msg import TFMessage  # noqa: E402
 from robots.franka.camera_mount import CameraMount  # noqa: E402
 from rpent.runtime.camera import CameraFrame, Intrinsics  # noqa: E402
 from rpent.tools.images import decode_png  # noqa: E402
-from rpent_ros.image_msgs import frame_to_image_msg, image_msg_to_rgb  # noqa: E402
-from rpent_ros.telemetry import TF_STATIC_LISTENER, CameraTelemetry  # noqa: E402
-from rpent_ros.toolkit_client import RosToolkit  # noqa: E402
-from rpent_ros.toolkit_node import ToolkitNode  # noqa: E402
+from rpent_ros.runtime.image_msgs import frame_to_image_msg, image_msg_to_rgb  # noqa: E402
+from rpent_ros.runtime.telemetry import TF_STATIC_LISTENER, CameraTelemetry  # noqa: E402
+from rpent_ros.toolkit.client import RosToolkit  # noqa: E402
+from rpent_ros.toolkit.toolkit_node import ToolkitNode  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(120)]
 

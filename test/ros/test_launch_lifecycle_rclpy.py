@@ -31,9 +31,9 @@ from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from sim_process import free_sim_hosts  # noqa: E402
 
-from rpent_ros.planner_node import PlannerNode  # noqa: E402
-from rpent_ros.toolkit_client import RosToolkit  # noqa: E402
-from rpent_ros.toolkit_node import ToolkitNode  # noqa: E402
+from rpent_ros.operator.planner_node import PlannerNode  # noqa: E402
+from rpent_ros.toolkit.client import RosToolkit  # noqa: E402
+from rpent_ros.toolkit.toolkit_node import ToolkitNode  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(300)]
 

@@ -26,7 +26,7 @@ from rclpy.node import Node  # noqa: E402
 from sim_process import free_sim_hosts  # noqa: E402
 
 from rpent.record.steps import read_steps  # noqa: E402
-from rpent_ros.toolkit_client import RosToolkit  # noqa: E402
+from rpent_ros.toolkit.client import RosToolkit  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(300)]
 

@@ -31,7 +31,7 @@ from robots.franka.hardware.franky_arm import FrankyArm  # noqa: E402
 from robots.franka.ros.arm_node import FrankaArmNode  # noqa: E402
 from robots.franka.ros.camera_node import CameraNode  # noqa: E402
 from robots.franka.ros.gripper_node import FrankaGripperNode  # noqa: E402
-from rpent_ros.runtime_proxy import RemoteRuntimeError, RuntimeProxy  # noqa: E402
+from rpent_ros.runtime.proxy import RemoteRuntimeError, RuntimeProxy  # noqa: E402
 
 from .goals import wait_until  # noqa: E402
 

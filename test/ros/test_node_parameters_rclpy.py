@@ -27,9 +27,10 @@ from robots.franka.ros.arm_node import FrankaArmNode  # noqa: E402
 from robots.franka.ros.camera_node import CameraNode  # noqa: E402
 from robots.franka.ros.gripper_node import FrankaGripperNode  # noqa: E402
 from rpent.robot import ConfigError  # noqa: E402
-from rpent_ros.mcp_bridge_node import McpBridgeNode  # noqa: E402
-from rpent_ros.params import RCLPY_PARAMETERS, declare_robot_parameters, toolkit_parameters  # noqa: E402
-from rpent_ros.planner_node import PlannerNode  # noqa: E402
+from rpent_ros.operator.mcp_bridge_node import McpBridgeNode  # noqa: E402
+from rpent_ros.operator.planner_node import PlannerNode  # noqa: E402
+from rpent_ros.params import RCLPY_PARAMETERS, declare_robot_parameters  # noqa: E402
+from rpent_ros.toolkit.toolkit_node import toolkit_parameters  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(120)]
 
@@ -122,11 +123,11 @@ def _start(code: str, *ros_args: str, cwd) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize(("code", "args", "message"), [
     ("from robots.franka.ros.arm_node import franka_arm_main as m; m()", ("-p", "publish_rate_hz:=-5.0"),
      "franka_arm_node: parameter publish_rate_hz: must be a number from 0.1 to 1000, got -5.0"),
-    ("from rpent_ros.planner_node import main as m; m()", ("-p", "robot:=toy", "-p", "speeed:=1.0"),
+    ("from rpent_ros.operator.planner_node import main as m; m()", ("-p", "robot:=toy", "-p", "speeed:=1.0"),
      "planner_node: parameter speeed: not a parameter of node planner"),
-    ("from rpent_ros.planner_node import main as m; m()", ("-p", "robot:=toy", "-p", "recipe:=robots/toy/missing.jsonl"),
+    ("from rpent_ros.operator.planner_node import main as m; m()", ("-p", "robot:=toy", "-p", "recipe:=robots/toy/missing.jsonl"),
      "planner_node: parameter recipe: cannot read robots/toy/missing.jsonl"),
-    ("from rpent_ros.mcp_bridge_node import main as m; m()", ("-p", "transport:=tcp",),
+    ("from rpent_ros.operator.mcp_bridge_node import main as m; m()", ("-p", "transport:=tcp",),
      "mcp_bridge_node: parameter transport: must be one of stdio, http, got 'tcp'"),
 ])
 def test_a_node_refused_at_start_exits_2_naming_the_parameter_without_a_traceback(tmp_path, code, args, message):
@@ -157,7 +158,7 @@ def test_ros2_param_describe_tells_what_a_parameter_is(tmp_path):
 
 
 def test_the_toolkit_node_says_what_each_parameter_is(ros, tmp_path):
-    from rpent_ros.toolkit_node import ToolkitNode
+    from rpent_ros.toolkit.toolkit_node import ToolkitNode
 
     node = ros(ToolkitNode(parameter_overrides=[Parameter("robot", value="toy"),
                                                 Parameter("output_dir", value=str(tmp_path / "node"))]))

@@ -23,9 +23,9 @@ from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 
 from rpent.record.steps import read_steps  # noqa: E402
-from rpent_ros.planner_node import PlannerNode  # noqa: E402
-from rpent_ros.toolkit_client import RosToolkit  # noqa: E402
-from rpent_ros.toolkit_node import ToolkitNode  # noqa: E402
+from rpent_ros.operator.planner_node import PlannerNode  # noqa: E402
+from rpent_ros.toolkit.client import RosToolkit  # noqa: E402
+from rpent_ros.toolkit.toolkit_node import ToolkitNode  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(120)]
 RECIPE = Path(__file__).resolve().parents[2] / "robots" / "toy" / "recipes" / "red_block_in_bin.jsonl"
@@ -83,7 +83,8 @@ def test_ros_cancel_stops_exactly_that_goal(ros, tmp_path):
         if world.gripper_xyz != start:
             break
         pause.wait(0.02)
-    # Stage feedback follows the goal's status message by STATUS_LEAD_S (toolkit_goals), so it may trail the motion.
+    # Stage feedback follows the goal's status message by STATUS_LEAD_S (rpent_ros.toolkit.goals), so it may
+    # trail the motion.
     for _ in range(250):  # bounded wait (5 s)
         if "running" in stages:
             break
@@ -156,7 +157,7 @@ def test_a_second_planner_node_into_the_same_output_dir_is_refused_and_the_first
     first = (out / "result.json").read_text()
     # As `ros2 run rpent planner_node` would start it: a second run into the same directory.
     again = subprocess.run(
-        [sys.executable, "-c", "from rpent_ros.planner_node import main; main()", "--ros-args", "-p", "robot:=toy",
+        [sys.executable, "-c", "from rpent_ros.operator.planner_node import main; main()", "--ros-args", "-p", "robot:=toy",
          "-p", "planner:=replay", "-p", f"recipe:={look}", "-p", f"output_dir:={out}"],
         cwd=tmp_path, capture_output=True, text=True, timeout=120,
     )
@@ -202,7 +203,7 @@ def test_mcp_bridge_node_serves_a_remote_tool(ros, tmp_path):
 
     import mcp
 
-    from rpent_ros.mcp_bridge_node import McpBridgeNode
+    from rpent_ros.operator.mcp_bridge_node import McpBridgeNode
 
     toolkit_node(ros, tmp_path)
     bridge = ros(McpBridgeNode())

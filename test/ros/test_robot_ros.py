@@ -1,11 +1,11 @@
-"""rpent_ros finds a robot's own ROS package by name (rpent_ros/robot_ros.py): no rclpy needed to test it."""
+"""rpent_ros finds a robot's own ROS package by name (rpent_ros/runtime/robot_ros.py): no rclpy needed to test it."""
 
 from __future__ import annotations
 
 import textwrap
 
 from rpent.robot import load_robot
-from rpent_ros.robot_ros import ros_package_name, start_inprocess_telemetry
+from rpent_ros.runtime.robot_ros import ros_package_name, start_inprocess_telemetry
 
 
 def test_a_robot_built_on_another_robots_spec_uses_that_robots_ros_package():

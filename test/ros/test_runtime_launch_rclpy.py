@@ -17,7 +17,7 @@ from rpent.robot import ConfigError, load_robot
 from rpent.runner.options import run_option_parser
 from rpent_ros.launch_graph import GRAPH_ARGUMENTS
 from rpent_ros.launch_helpers import DASHBOARD_ARGUMENTS, PLANNER_ARGUMENTS
-from rpent_ros.remote_runtime import declared_parts
+from rpent_ros.runtime.remote import declared_parts
 
 pytestmark = pytest.mark.ros
 ROOT = Path(__file__).resolve().parents[2]

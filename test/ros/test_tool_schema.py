@@ -1,4 +1,4 @@
-"""RosToolkit's check of a remote tool's arguments (rpent_ros/tool_schema.py) refuses exactly what the
+"""RosToolkit's check of a remote tool's arguments (rpent_ros/toolkit/tool_schema.py) refuses exactly what the
 toolkit node's own validation refuses, naming the same fields, from the published schema alone.
 
 ROS-free: runs wherever the core runs.
@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from rpent.robot.discovery import load_robot
 from rpent.tools import Tool, ToolArgumentError
-from rpent_ros.tool_schema import ArgumentChecker
+from rpent_ros.toolkit.tool_schema import ArgumentChecker
 
 ROBOTS = ("toy", "franka", "dual_franka", "libero")
 FAST = settings(max_examples=40, deadline=None, derandomize=True, database=None,

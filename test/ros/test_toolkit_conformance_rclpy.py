@@ -22,9 +22,9 @@ from toolkit_conformance import CASES, SPEED_M_S, Case  # noqa: E402
 
 from rpent.robot import RunConfig  # noqa: E402
 from rpent.tools.api import ToolkitAPI  # noqa: E402
-from rpent_ros.remote_robot import RemoteRobot, ToolkitEvents  # noqa: E402
-from rpent_ros.toolkit_client import RosToolkit  # noqa: E402
-from rpent_ros.toolkit_node import ToolkitNode  # noqa: E402
+from rpent_ros.operator.remote_robot import RemoteRobot, ToolkitEvents  # noqa: E402
+from rpent_ros.toolkit.client import RosToolkit  # noqa: E402
+from rpent_ros.toolkit.toolkit_node import ToolkitNode  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(180)]
 

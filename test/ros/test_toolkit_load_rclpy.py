@@ -1,7 +1,7 @@
 """toolkit_node under load, over DDS on loopback: cancels stay fast while a record is swapped and while
 64 goals queue, a cancel is never accepted without being applied, goals are never lost (bursts and
 streams from another process), clients never wait without a bound, feedback keeps coming during a
-motion, and every goal ends with the status of the one documented rule (see rpent_ros/goal_status.py).
+motion, and every goal ends with the status of the one documented rule (see rpent_ros/toolkit/goal_status.py).
 
 Skipped where rclpy or the generated rpent interfaces cannot be imported.
 """
@@ -29,8 +29,8 @@ from rclpy.parameter import Parameter  # noqa: E402
 
 from rpent.record.steps import read_steps  # noqa: E402
 from rpent.srv import ListTools  # noqa: E402
-from rpent_ros.toolkit_client import RosToolkit  # noqa: E402
-from rpent_ros.toolkit_node import ToolkitNode  # noqa: E402
+from rpent_ros.toolkit.client import RosToolkit  # noqa: E402
+from rpent_ros.toolkit.toolkit_node import ToolkitNode  # noqa: E402
 
 from .goals import GoalClient, wait_until  # noqa: E402
 
@@ -222,7 +222,7 @@ def test_a_client_never_waits_for_a_goal_response_that_does_not_come(ros):
 
 def test_a_call_ends_when_its_toolkit_node_dies(ros, tmp_path):
     node_process = subprocess.Popen(
-        [sys.executable, "-c", "from rpent_ros.toolkit_node import main; main()", "--ros-args",
+        [sys.executable, "-c", "from rpent_ros.toolkit.toolkit_node import main; main()", "--ros-args",
          "-r", "__ns:=/dying", "-p", "robot:=toy", "-p", "speed:=0.02", "-p", f"output_dir:={tmp_path / 'node'}"],
         cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )

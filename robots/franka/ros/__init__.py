@@ -1,6 +1,6 @@
 """The Franka's ROS 2 nodes: arm, gripper, camera, simulator and VLA client, and the FR3 description.
 
-Only rpent_ros loads this package, by name (rpent_ros.robot_ros: `<robot package>.ros`), and it
+Only rpent_ros loads this package, by name (rpent_ros.runtime.robot_ros: `<robot package>.ros`), and it
 alone of robots.franka imports rpent_ros; it never imports rclpy or message packages itself (the
 ROS handles are rpent_ros's: ManagedRuntimeNode, RuntimeNode, ArmTelemetry, CameraTelemetry).
 The executables (franka_arm_node, ...) are scripts/ here, installed by CMakeLists.txt's glob.

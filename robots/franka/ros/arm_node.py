@@ -5,7 +5,7 @@
     ros2 run rpent franka_arm_node --ros-args -p name:=left -p ip:=172.16.0.2 \
         -p urdf:=/path/fr3.urdf -p base_xyz:="[0.0, 0.3, 0.0]" -p base_rpy:="[0.0, 0.0, 0.0]"
 
-Managed (rpent_ros.managed_node): it starts unconfigured; configure connects, activate admits
+Managed (rpent_ros.runtime.managed_node): it starts unconfigured; configure connects, activate admits
 motions, deactivate stops them and refuses new ones, cleanup disconnects. It publishes its health
 on /diagnostics, latches the arm's URDF on `/<name>/robot_description` and publishes TF for every
 link (`world -> <name>_link0` from `base_xyz`/`base_rpy`) and /joint_states.
@@ -19,10 +19,10 @@ from typing import Any
 from robots.franka.ros.description import base_xyz_for, description_or_none
 from robots.franka.ros.node_params import CONNECT_TIMEOUT, IP, NAME, URDF, safety_envelope, safety_param
 from rpent_ros import node_main
-from rpent_ros.managed_node import ManagedRuntimeNode
 from rpent_ros.params import Param
-from rpent_ros.runtime_server import ARM_METHODS
-from rpent_ros.telemetry import ArmTelemetry
+from rpent_ros.runtime.managed_node import ManagedRuntimeNode
+from rpent_ros.runtime.server import ARM_METHODS
+from rpent_ros.runtime.telemetry import ArmTelemetry
 
 # Franky arms also answer the envelope checks the tools run before approval (cheap, no motion).
 FRANKA_ARM_METHODS = ARM_METHODS | {

@@ -5,7 +5,7 @@
 
 The Franka's because its cameras are described in the Franka deployment YAML (robots.franka.config:
 device, calibration, mount on an arm) and opened by robots.franka.runtime. It publishes colour,
-depth, CameraInfo, point cloud and TF frame (rpent_ros.camera_topics has the topics and frames).
+depth, CameraInfo, point cloud and TF frame (rpent_ros.runtime.camera_topics has the topics and frames).
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from typing import Any
 from rpent.robot import ConfigError
 from rpent.runtime.camera import capture_frame
 from rpent_ros import node_main
-from rpent_ros.joint_states import JointStateReader
-from rpent_ros.managed_node import ManagedRuntimeNode
 from rpent_ros.params import Param
-from rpent_ros.runtime_server import CAMERA_METHODS
-from rpent_ros.telemetry import CameraTelemetry
+from rpent_ros.runtime.joint_states import JointStateReader
+from rpent_ros.runtime.managed_node import ManagedRuntimeNode
+from rpent_ros.runtime.server import CAMERA_METHODS
+from rpent_ros.runtime.telemetry import CameraTelemetry
 
 
 class CameraNode(ManagedRuntimeNode):

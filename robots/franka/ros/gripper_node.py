@@ -13,10 +13,10 @@ from typing import Any
 from robots.franka.ros.description import description_or_none
 from robots.franka.ros.node_params import CONNECT_TIMEOUT, IP, NAME, URDF, safety_envelope, safety_param
 from rpent_ros import node_main
-from rpent_ros.managed_node import ManagedRuntimeNode
 from rpent_ros.params import Param
-from rpent_ros.runtime_server import GRIPPER_METHODS
-from rpent_ros.telemetry import ArmTelemetry
+from rpent_ros.runtime.managed_node import ManagedRuntimeNode
+from rpent_ros.runtime.server import GRIPPER_METHODS
+from rpent_ros.runtime.telemetry import ArmTelemetry
 
 # The stop tool confirms a gripper stop (and reports one that failed) through the gripper node too.
 FRANKA_GRIPPER_METHODS = GRIPPER_METHODS | {"confirm_stopped"}

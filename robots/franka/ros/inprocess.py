@@ -1,7 +1,7 @@
 """The Franka's rviz telemetry when its arms live inside the toolkit node (runtime_mode:=inprocess).
 
-rpent_ros.toolkit_node does not know the Franka: it loads this robot's ROS package by name
-(rpent_ros.robot_ros) and calls its `start_inprocess_telemetry` hook, which publishes the same
+rpent_ros.toolkit.toolkit_node does not know the Franka: it loads this robot's ROS package by name
+(rpent_ros.runtime.robot_ros) and calls its `start_inprocess_telemetry` hook, which publishes the same
 topics the arm, gripper and camera nodes would.
 """
 
@@ -11,8 +11,8 @@ from typing import Any
 
 from robots.franka.ros.description import base_xyz_for, description_or_none
 from rpent.runtime.camera import capture_frame
-from rpent_ros.runtime_node import every
-from rpent_ros.telemetry import ArmTelemetry, CameraTelemetry
+from rpent_ros.runtime.runtime_node import every
+from rpent_ros.runtime.telemetry import ArmTelemetry, CameraTelemetry
 
 
 def start_inprocess_telemetry(node: Any, runtime: Any, rate_hz: float, camera_rate_hz: float = 0.0) -> int:

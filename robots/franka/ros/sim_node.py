@@ -4,7 +4,7 @@
 
 The arm and gripper nodes reach the simulated arms over FCI as they would real ones; the cameras
 must render in the simulator's own process, so this node serves them (RuntimeCall at
-`~/<camera>/call`) and publishes their topics (rpent_ros.camera_topics).
+`~/<camera>/call`) and publishes their topics (rpent_ros.runtime.camera_topics).
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from typing import Any
 from robots.franka.ros.node_params import safety_param
 from rpent.robot import ConfigError
 from rpent_ros import node_main
-from rpent_ros.diagnostics import PublisherDiagnostics
 from rpent_ros.params import NodeParameters, Param
-from rpent_ros.runtime_node import RuntimeNode
-from rpent_ros.runtime_server import CAMERA_METHODS
-from rpent_ros.telemetry import CameraTelemetry
+from rpent_ros.runtime.diagnostics import PublisherDiagnostics
+from rpent_ros.runtime.runtime_node import RuntimeNode
+from rpent_ros.runtime.server import CAMERA_METHODS
+from rpent_ros.runtime.telemetry import CameraTelemetry
 
 
 class FrankaSimNode(RuntimeNode):

@@ -20,10 +20,10 @@ from typing import Any
 
 from rpent.robot import ConfigError
 from rpent_ros import node_main
-from rpent_ros.managed_node import ManagedRuntimeNode
 from rpent_ros.params import Param
-from rpent_ros.remote_runtime import CameraProxy
-from rpent_ros.runtime_proxy import RuntimeProxy
+from rpent_ros.runtime.managed_node import ManagedRuntimeNode
+from rpent_ros.runtime.proxy import RuntimeProxy
+from rpent_ros.runtime.remote import CameraProxy
 
 POLICY_METHODS = frozenset({"run", "stop", "metadata"})
 POLICY_RUNS = frozenset({"run"})

@@ -13,8 +13,8 @@ from rclpy.node import Node
 from rpent.action import RuntimeCall
 from rpent.runtime.arm import RuntimeFault
 from rpent_ros.action_client import ThreadSafeActionClient
-from rpent_ros.image_msgs import image_msg_to_rgb
-from rpent_ros.runtime_codec import decode_result, encode_call
+from rpent_ros.runtime.codec import decode_result, encode_call
+from rpent_ros.runtime.image_msgs import image_msg_to_rgb
 
 _LIVENESS_PERIOD_S = 0.2
 _GONE_AFTER_S = 1.0  # DDS graph updates lag a little; a restart within this is not "gone"

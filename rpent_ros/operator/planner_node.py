@@ -30,7 +30,7 @@ from rpent_ros.params import (
     package_file,
     parse_robot_config,
 )
-from rpent_ros.toolkit_client import RosToolkit
+from rpent_ros.toolkit.client import RosToolkit
 
 log = logging.getLogger("rpent.planner_node")
 PLANNER_PARAMETERS = (

@@ -10,8 +10,6 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from rpent.record.values import json_default
 from rpent.tools import Tool, ToolResult
 
@@ -88,18 +86,3 @@ def event_fields(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
         "tool": str(payload.get("tool") or ""),
         "payload_json": json.dumps(payload, default=json_default),
     }
-
-
-def image_encoding(frame: np.ndarray) -> tuple[np.ndarray, str]:
-    """The pixels and sensor_msgs/Image encoding a camera frame is published with: HxWx3 or HxWx4
-    uint8 -> rgb8 (alpha dropped: rviz and most subscribers take rgb8), HxW or HxWx1 uint8 -> mono8."""
-    array = np.asarray(frame)
-    if array.dtype != np.uint8:
-        raise ValueError(f"image: must be uint8 (rgb8 or mono8), got {array.dtype}")
-    if array.ndim == 3 and array.shape[2] == 1:
-        array = array[:, :, 0]
-    if array.ndim == 2:
-        return array, "mono8"
-    if array.ndim == 3 and array.shape[2] in (3, 4):
-        return array[:, :, :3], "rgb8"
-    raise ValueError(f"image: must be HxW, HxWx1, HxWx3 or HxWx4, got shape {array.shape}")

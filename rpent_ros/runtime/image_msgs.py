@@ -1,6 +1,6 @@
 """The one place that turns camera frames into sensor_msgs/Image and back, through cv_bridge.
 
-Colour frames go out as rgb8 and grey frames as mono8 (`conversions.image_encoding` picks, without
+Colour frames go out as rgb8 and grey frames as mono8 (`camera_topics.image_encoding` picks, without
 ROS), depth as 32FC1 metres; subscribers read any encoding cv_bridge can convert (rgb8, bgr8, mono8, rgba8, ...) back as
 RGB pixels.
 """
@@ -14,7 +14,7 @@ from sensor_msgs.msg import Image
 from std_msgs.msg import Header
 
 from rpent.tools.images import decode_png
-from rpent_ros.conversions import image_encoding
+from rpent_ros.runtime.camera_topics import image_encoding
 
 # CvBridge keeps only lookup tables built in __init__, so one instance serves every thread.
 _bridge = CvBridge()

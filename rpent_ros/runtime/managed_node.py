@@ -1,5 +1,5 @@
-"""The lifecycle node the arm, gripper and camera nodes are built on (rpent_ros.lifecycle: what each
-state serves; rpent_ros.diagnostics: the health it publishes).
+"""The lifecycle node the arm, gripper and camera nodes are built on (rpent_ros.runtime.lifecycle: what each
+state serves; rpent_ros.runtime.diagnostics: the health it publishes).
 
 A subclass declares its parameters (checked at start, before anything connects), says how to
 connect (`connect`) and what telemetry to run once connected (`start_telemetry`). Transitions and
@@ -18,10 +18,10 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallb
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.timer import Timer
 
-from rpent_ros.diagnostics import RateMeter, RuntimeDiagnostics
-from rpent_ros.lifecycle import ACTIVE, FINALIZED, UNCONFIGURED, ManagedRuntime
 from rpent_ros.params import NodeParameters, Param
-from rpent_ros.runtime_server import RuntimeServer
+from rpent_ros.runtime.diagnostics import RateMeter, RuntimeDiagnostics
+from rpent_ros.runtime.lifecycle import ACTIVE, FINALIZED, UNCONFIGURED, ManagedRuntime
+from rpent_ros.runtime.server import RuntimeServer
 
 SUCCESS, FAILURE = TransitionCallbackReturn.SUCCESS, TransitionCallbackReturn.FAILURE
 

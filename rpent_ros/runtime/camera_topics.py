@@ -29,6 +29,21 @@ PLUMB_BOB = "plumb_bob"
 RATIONAL_POLYNOMIAL = "rational_polynomial"
 
 
+def image_encoding(frame: np.ndarray) -> tuple[np.ndarray, str]:
+    """The pixels and sensor_msgs/Image encoding a camera frame is published with: HxWx3 or HxWx4
+    uint8 -> rgb8 (alpha dropped: rviz and most subscribers take rgb8), HxW or HxWx1 uint8 -> mono8."""
+    array = np.asarray(frame)
+    if array.dtype != np.uint8:
+        raise ValueError(f"image: must be uint8 (rgb8 or mono8), got {array.dtype}")
+    if array.ndim == 3 and array.shape[2] == 1:
+        array = array[:, :, 0]
+    if array.ndim == 2:
+        return array, "mono8"
+    if array.ndim == 3 and array.shape[2] in (3, 4):
+        return array[:, :, :3], "rgb8"
+    raise ValueError(f"image: must be HxW, HxWx1, HxWx3 or HxWx4, got shape {array.shape}")
+
+
 class Mount(Protocol):
     """What camera_placement reads of a robot's camera mount (the Franka's: robots.franka.camera_mount):
     fixed or on the wrist of `arm`, and `transform`, T_base_camera or T_flange_camera (None: uncalibrated)."""

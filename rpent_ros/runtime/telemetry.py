@@ -18,7 +18,7 @@ from tf2_msgs.msg import TFMessage
 
 from rpent.runtime.camera import CameraFrame
 from rpent.runtime.types import ArmState, quat_from_matrix, quat_from_rpy
-from rpent_ros.camera_topics import (
+from rpent_ros.runtime.camera_topics import (
     CalibrationFields,
     CameraPlacement,
     Mount,
@@ -30,8 +30,8 @@ from rpent_ros.camera_topics import (
     optical_frame,
     stamp_parts,
 )
-from rpent_ros.diagnostics import PublishHealth
-from rpent_ros.image_msgs import depth_to_image_msg, frame_to_image_msg
+from rpent_ros.runtime.diagnostics import PublishHealth
+from rpent_ros.runtime.image_msgs import depth_to_image_msg, frame_to_image_msg
 
 
 class LinkPlacement(Protocol):
@@ -154,14 +154,14 @@ class ArmTelemetry:
 
 
 class CameraTelemetry:
-    """One camera's topics for rviz (rpent_ros.camera_topics names them): colour, aligned depth,
+    """One camera's topics for rviz (rpent_ros.runtime.camera_topics names them): colour, aligned depth,
     their CameraInfo, a coloured point cloud, and the camera's optical frame in TF.
 
-    `mount` (a robot's camera mount: rpent_ros.camera_topics.Mount) hangs a calibrated wrist camera under its
+    `mount` (a robot's camera mount: rpent_ros.runtime.camera_topics.Mount) hangs a calibrated wrist camera under its
     arm's flange; without it the frame's own pose places the camera. `cloud_stride` keeps every
     n-th pixel in each direction for the point cloud (0: no cloud). `health` counts the frames sent
     and those that could not be (the error still goes up to the caller): a node's diagnostics watch
-    it, so a camera whose topics went silent is an ERROR there (rpent_ros.diagnostics).
+    it, so a camera whose topics went silent is an ERROR there (rpent_ros.runtime.diagnostics).
     """
 
     def __init__(self, node: Node, camera: str, *, mount: Mount | None = None, cloud_stride: int = 2) -> None:

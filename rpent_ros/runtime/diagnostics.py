@@ -25,7 +25,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 
-from rpent_ros.lifecycle import ACTIVE, UNCONFIGURED, ManagedRuntime
+from rpent_ros.runtime.lifecycle import ACTIVE, UNCONFIGURED, ManagedRuntime
 
 OK, WARN, ERROR = DiagnosticStatus.OK, DiagnosticStatus.WARN, DiagnosticStatus.ERROR
 

@@ -21,7 +21,7 @@ from rpent.mcp.transports import check_host, serve_http, serve_stdio
 from rpent.robot import ConfigError
 from rpent_ros import node_main
 from rpent_ros.params import NodeParameters, Param
-from rpent_ros.toolkit_client import RosToolkit
+from rpent_ros.toolkit.client import RosToolkit
 
 log = logging.getLogger("rpent.mcp_bridge_node")
 BRIDGE_PARAMETERS = (

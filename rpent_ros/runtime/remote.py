@@ -15,8 +15,8 @@ from rclpy.node import Node
 
 from rpent.robot import ConfigError, RobotSpec, RunConfig
 from rpent.robot.components import RuntimeNodeComponent
-from rpent_ros.lifecycle_client import wait_configured
-from rpent_ros.runtime_proxy import RuntimeProxy
+from rpent_ros.runtime.lifecycle_client import wait_configured
+from rpent_ros.runtime.proxy import RuntimeProxy
 
 
 class CameraProxy(RuntimeProxy):

@@ -10,8 +10,8 @@ from rclpy.node import Node
 from sensor_msgs.msg import Image
 
 from rpent.msg import ToolEvent
-from rpent_ros.conversions import event_fields
-from rpent_ros.image_msgs import png_to_image_msg
+from rpent_ros.runtime.image_msgs import png_to_image_msg
+from rpent_ros.toolkit.conversions import event_fields
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
 """RemoteCall: one call a RosToolkit sent to a toolkit_node, as a CallTool goal, from sending to its
-result; every wait it does has a bound (see rpent_ros/toolkit_client.py).
+result; every wait it does has a bound (see rpent_ros/toolkit/client.py).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from rpent.action import CallTool
 from rpent.tools import ToolResult
 from rpent.tools.api import StageCallback
 from rpent_ros.action_client import ThreadSafeActionClient
-from rpent_ros.conversions import result_from_fields
-from rpent_ros.goal_qos import RESULT_GRACE_S
+from rpent_ros.toolkit.conversions import result_from_fields
+from rpent_ros.toolkit.goal_qos import RESULT_GRACE_S
 
 _GONE_AFTER_S = 1.0  # DDS graph updates lag a little; a node back within this is not "gone"
 _TERMINAL = (GoalStatus.STATUS_SUCCEEDED, GoalStatus.STATUS_CANCELED, GoalStatus.STATUS_ABORTED)

@@ -16,8 +16,8 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
 from rpent.action import RuntimeCall
-from rpent_ros.image_msgs import frame_to_image_msg
-from rpent_ros.runtime_codec import decode_call, encode_result
+from rpent_ros.runtime.codec import decode_call, encode_result
+from rpent_ros.runtime.image_msgs import frame_to_image_msg
 
 log = logging.getLogger(__name__)
 

@@ -32,9 +32,9 @@ from rpent.robot import RobotSpec, RunConfig
 from rpent.robot.spec import RuntimeComponent
 from rpent.tools import ToolResult
 from rpent.tools.api import StageCallback
-from rpent_ros.image_msgs import image_msg_to_rgb
-from rpent_ros.remote_call import RemoteCall
-from rpent_ros.toolkit_client import RemoteTool, RosToolkit, recipe_of
+from rpent_ros.runtime.image_msgs import image_msg_to_rgb
+from rpent_ros.toolkit.client import RemoteTool, RosToolkit, recipe_of
+from rpent_ros.toolkit.remote_call import RemoteCall
 
 CLOSED_KIND = "task_closed"
 

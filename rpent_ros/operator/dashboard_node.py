@@ -27,13 +27,13 @@ from rpent.dashboard.cli import serve_session
 from rpent.dashboard.session import DashboardSession, dashboard_of
 from rpent.runner.run import EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, default_output_dir
 from rpent_ros import node_main
-from rpent_ros.approval import serve_approvals
 from rpent_ros.logging_bridge import forward_python_logging
+from rpent_ros.operator.remote_robot import ImageTopics, RemoteRobot, RemoteSpec, ToolkitEvents
 from rpent_ros.params import Param, declare_robot_parameters, frame_topics, package_file
-from rpent_ros.remote_robot import ImageTopics, RemoteRobot, RemoteSpec, ToolkitEvents
 from rpent_ros.signals import shield_shutdown
 from rpent_ros.spinning import BackgroundSpin
-from rpent_ros.toolkit_client import RosToolkit
+from rpent_ros.toolkit.approval import serve_approvals
+from rpent_ros.toolkit.client import RosToolkit
 
 log = logging.getLogger("rpent.dashboard_node")
 DEFAULT_ROS_PORT = 8080  # 8765 is the MCP bridge's default in the launch files

@@ -13,7 +13,7 @@ from rpent.robot import load_robot
 from rpent.robot.components import RuntimeNodeComponent
 from rpent_ros.launch_helpers import managed_node, ros_node
 from rpent_ros.params import flag_errors_as_parameters, namespace_from_params
-from rpent_ros.remote_runtime import declared_parts
+from rpent_ros.runtime.remote import declared_parts
 
 
 def robot_runtime_nodes(robot: str, flags: Mapping[str, Any]) -> list[RuntimeNodeComponent]:

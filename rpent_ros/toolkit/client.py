@@ -2,7 +2,7 @@
 the MCP bridge run unchanged against a robot that lives in another process or on another machine.
 
 Arguments are checked here against each tool's published schema, as strictly as the node checks them
-(rpent_ros/tool_schema.py), so a refusal comes back before anything is sent. Every wait has a bound:
+(rpent_ros/toolkit/tool_schema.py), so a refusal comes back before anything is sent. Every wait has a bound:
 a goal the node does not answer within `timeout_s` ends with that error (and is cancelled should the
 answer come later), and a call whose node goes away ends at once; a motion itself may run as long
 as it runs.
@@ -27,9 +27,9 @@ from rpent.srv import CloseTask, GetStatus, ListTools, NewTask
 from rpent.tools import ToolArgumentError, ToolResult
 from rpent.tools.api import StageCallback
 from rpent_ros.action_client import ThreadSafeActionClient
-from rpent_ros.goal_qos import call_tool_client_qos
-from rpent_ros.remote_call import RemoteCall, all_ended
-from rpent_ros.tool_schema import ArgumentChecker
+from rpent_ros.toolkit.goal_qos import call_tool_client_qos
+from rpent_ros.toolkit.remote_call import RemoteCall, all_ended
+from rpent_ros.toolkit.tool_schema import ArgumentChecker
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """RuntimeNode: a plain (not managed) node that owns runtime objects and serves each over RuntimeCall.
 
 A robot's own nodes build on it (a simulator node serving its cameras: robots.<name>.ros), as they
-build on rpent_ros.managed_node.ManagedRuntimeNode for devices that connect and disconnect. `every`
+build on rpent_ros.runtime.managed_node.ManagedRuntimeNode for devices that connect and disconnect. `every`
 is the telemetry timer both use: a failing publish is logged, never raised into the executor.
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 
-from rpent_ros.runtime_server import RuntimeServer
+from rpent_ros.runtime.server import RuntimeServer
 
 
 class RuntimeNode(Node):

@@ -5,8 +5,8 @@
     ros2 action send_goal /toolkit/call_tool rpent/action/CallTool "{tool: move_by, arguments_json: '{\"dz_m\": 0.05}'}"
 
 Goals go into the toolkit's own scheduler when accepted (read-only goals overlap, exclusive goals
-queue in order); a ROS cancel cancels exactly that goal's call (rpent_ros/toolkit_goals.py); how each
-goal ends is one rule (rpent_ros/goal_status.py).
+queue in order); a ROS cancel cancels exactly that goal's call (rpent_ros/toolkit/goals.py); how each
+goal ends is one rule (rpent_ros/toolkit/goal_status.py).
 """
 
 from __future__ import annotations
@@ -31,23 +31,43 @@ from rpent.runner.logs import FanOutSink, ProgressSink
 from rpent.runner.run import default_output_dir
 from rpent.srv import CloseTask, GetStatus, ListTools, NewTask
 from rpent_ros import node_main
-from rpent_ros.approval import RosApprovalChannel
-from rpent_ros.conversions import tools_json
-from rpent_ros.events import RosEventSink
 from rpent_ros.logging_bridge import forward_python_logging
 from rpent_ros.params import (
+    Param,
     declare_robot_parameters,
     flag_errors_as_parameters,
     parse_robot_config,
-    toolkit_parameters,
 )
-from rpent_ros.robot_ros import start_inprocess_telemetry
+from rpent_ros.runtime.robot_ros import start_inprocess_telemetry
 from rpent_ros.security.exposure import exposure_warning
 from rpent_ros.signals import shield_shutdown
 from rpent_ros.spinning import BackgroundSpin
-from rpent_ros.toolkit_goals import ToolkitGoals
+from rpent_ros.toolkit.approval import DEFAULT_SERVICE, RosApprovalChannel
+from rpent_ros.toolkit.conversions import tools_json
+from rpent_ros.toolkit.events import RosEventSink
+from rpent_ros.toolkit.goal_qos import MAX_GOALS
+from rpent_ros.toolkit.goals import ToolkitGoals
 
 log = logging.getLogger("rpent.toolkit_node")
+
+
+def toolkit_parameters() -> tuple[Param, ...]:
+    """toolkit_node's own parameters (its robot's flags come on top, from declare_robot_parameters)."""
+    return (
+        Param("runtime_mode", "inprocess", "inprocess: the robot's runtime lives in this node; ros: arms, grippers and "
+              "cameras live in runtime nodes (franka_arm_node, ...) reached over RuntimeCall", choices=("inprocess", "ros")),
+        Param("cameras_node", "", "with runtime_mode ros: serve every camera from this node (<node>/<camera>/call) "
+              "instead of the camera nodes the robot declares (empty: as declared)"),
+        Param("publish_rate_hz", 30.0, "with runtime_mode inprocess: joint states and TF of its arms per second",
+              low=0.1, high=1000.0),
+        Param("camera_rate_hz", 0.0, "with runtime_mode inprocess: camera topics (image, depth, camera_info, points) "
+              "per second; each picture costs a render or a grab (0: none)", low=0.0, high=60.0),
+        Param("action_clips", False, "record an MP4 clip per action for a dashboard's timeline"),
+        Param("approval_service", DEFAULT_SERVICE, "service asked before each motion when approve_motions is set "
+              "(a dashboard node's operator)"),
+        Param("max_goals", MAX_GOALS, "unfinished goals held at once (the action QoS depth); more are refused, not lost",
+              low=1, high=100000),
+    )
 
 
 class ToolkitNode(Node):
@@ -58,7 +78,7 @@ class ToolkitNode(Node):
     with `runtime_mode:=inprocess` the arms and cameras run inside this node (and it publishes their
     rviz telemetry), with `runtime_mode:=ros` they run in the robot's runtime nodes and this node
     drives them through proxies. Tools are served as CallTool actions (`~/tools/<name>` and
-    `~/call_tool`, through the toolkit's own scheduler: rpent_ros/toolkit_goals.py), and the services
+    `~/call_tool`, through the toolkit's own scheduler: rpent_ros/toolkit/goals.py), and the services
     are the rest of the Toolkit API: `~/list_tools`, `~/status` (finish result, solved()),
     `~/new_task` and `~/close_task` (the current record closed and a fresh toolkit opened, so each
     planner or dashboard task gets a record of its own). The record is claimed before anything
@@ -97,7 +117,7 @@ class ToolkitNode(Node):
             camera_rate = own["camera_rate_hz"]
             start_inprocess_telemetry(self, self.spec, self.runtime_kwargs.get("runtime"), rate, camera_rate)
         elif self.runtime_mode == "ros":
-            from rpent_ros.remote_runtime import build_remote_runtime
+            from rpent_ros.runtime.remote import build_remote_runtime
 
             # The robot declares which runtime nodes serve its parts; proxies reach them.
             with flag_errors_as_parameters():
@@ -243,7 +263,7 @@ def main(args: list[str] | None = None) -> None:
     try:
         # A bad parameter: its name and rule, exit 2; Ctrl-C while it connects (even inside an import): exit 0.
         node = node_main.build("toolkit_node", ToolkitNode)
-        # Goals hold no thread (see toolkit_goals); the threads serve cancels (whose stop hooks may call
+        # Goals hold no thread (see goals.py); the threads serve cancels (whose stop hooks may call
         # runtime nodes and wait for their answer), services, feedback and telemetry.
         executor = MultiThreadedExecutor(num_threads=8)
         executor.add_node(node)

@@ -8,7 +8,7 @@ client learns of an ACCEPTED goal only from the next state change of some goal. 
 goals therefore take these steps here, where the execute coroutine runs only once the call ended
 and has nothing to wait for:
 
-- `announce` a moment after acceptance (toolkit_goals.ANNOUNCE_AFTER_S): the status list goes out
+- `announce` a moment after acceptance (goals.ANNOUNCE_AFTER_S): the status list goes out
   with the goal in it, ACCEPTED while it is queued;
 - `start` when its call runs: EXECUTING, with no coroutine scheduled;
 - `deliver` when its call ended: the execute coroutine is scheduled and sends the result.

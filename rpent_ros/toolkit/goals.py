@@ -1,12 +1,12 @@
 """The CallTool goals of a toolkit node: an action server per tool and one for any tool, each goal's
-call in the toolkit's scheduler, its cancel, its feedback and its final status (rpent_ros/goal_status.py).
+call in the toolkit's scheduler, its cancel, its feedback and its final status (rpent_ros/toolkit/goal_status.py).
 
 No executor thread waits for a call. A goal is submitted to the toolkit the moment it is accepted, so
 the toolkit's queue order is the acceptance order, and its result is sent from the call's done
 callback, when there is nothing left to wait for. Queued and running goals hold only their entry
 here, so cancels, services and new goals are always served. On the status topic a goal is ACCEPTED
 while its call waits in the queue and EXECUTING from the moment the call runs until it ends
-(rpent_ros/goal_handles.py), as every stock client (rclpy, `ros2 action send_goal` and its Ctrl-C,
+(rpent_ros/toolkit/goal_handles.py), as every stock client (rclpy, `ros2 action send_goal` and its Ctrl-C,
 rviz) expects; its feedback stage says the same in words.
 """
 
@@ -29,10 +29,10 @@ from sensor_msgs.msg import CompressedImage
 from rpent.action import CallTool
 from rpent.record.values import describe_exception
 from rpent.tools import ToolCall, ToolResult
-from rpent_ros import goal_handles
-from rpent_ros.conversions import GoalError, feedback_fields, parse_goal, result_fields
-from rpent_ros.goal_qos import MAX_GOALS, call_tool_server_qos
-from rpent_ros.goal_status import ABORTED, CANCELED, SUCCEEDED, done_message, goal_outcome
+from rpent_ros.toolkit import goal_handles
+from rpent_ros.toolkit.conversions import GoalError, feedback_fields, parse_goal, result_fields
+from rpent_ros.toolkit.goal_qos import MAX_GOALS, call_tool_server_qos
+from rpent_ros.toolkit.goal_status import ABORTED, CANCELED, SUCCEEDED, done_message, goal_outcome
 
 log = logging.getLogger(__name__)
 
