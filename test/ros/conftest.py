@@ -97,17 +97,26 @@ def ros() -> Iterator[Callable[[Any], Any]]:
         return node
 
     spinning = BackgroundSpin(executor)
+    failures: list[BaseException] = []
     try:
         yield add
     finally:
+        # Every node is shut down and rclpy with them even when one's shutdown fails (a simulator link
+        # lost mid-test): else every later test of the session errors with "Context.init() must only be
+        # called once". The first failure is raised after, for this test alone.
         for node in reversed(nodes):
             shutdown = getattr(node, "shutdown", None)
             if callable(shutdown):
-                shutdown()
+                try:
+                    shutdown()
+                except Exception as exc:
+                    failures.append(exc)
         spinning.stop()
         for node in nodes:
             node.destroy_node()
         rclpy.try_shutdown()
+    if failures:
+        raise failures[0]
 
 
 @pytest.fixture

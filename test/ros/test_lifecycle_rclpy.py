@@ -59,10 +59,13 @@ class Diagnostics:
                 self.last[status.name] = status
             self.changed.notify_all()
 
-    def wait(self, name: str, condition: Callable[[dict[str, str]], bool], what: str, timeout_s: float = 20.0) -> DiagnosticStatus:
+    def wait(self, name: str, condition: Callable[[dict[str, str]], bool], what: str, timeout_s: float = 20.0,
+             message: str = "") -> DiagnosticStatus:
+        """The first status of `name` whose values meet `condition` and whose message holds `message`."""
         def seen() -> bool:
             status = self.last.get(name)
-            return status is not None and condition({kv.key: kv.value for kv in status.values})
+            return (status is not None and message in status.message
+                    and condition({kv.key: kv.value for kv in status.values}))
 
         with self.changed:
             assert self.changed.wait_for(seen, timeout_s), f"{name}: no status with {what}; last {self.last.get(name)}"
@@ -198,6 +201,8 @@ def test_an_arm_node_that_cannot_connect_says_why_on_diagnostics(ros):
     node = arm_node(ros, "127.0.0.239", connect_wait_s=0.0, connect_timeout_s=1.0)
     seen = Diagnostics(ros(Node("monitor")))
     assert node.trigger_configure() == TransitionCallbackReturn.FAILURE
+    # The status from before the configure also reads unconfigured and not connected: only the one that
+    # names the failure is the failed configure's.
     status = seen.wait("franka_arm: arm arm", lambda v: v["connected"] == "false" and v["lifecycle state"] == "unconfigured",
-                       "the failed configure")
-    assert status.level == DiagnosticStatus.WARN and "could not connect to the Franka arm at 127.0.0.239" in status.message
+                       "the failed configure", message="could not connect to the Franka arm at 127.0.0.239")
+    assert status.level == DiagnosticStatus.WARN

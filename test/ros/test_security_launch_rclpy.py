@@ -9,6 +9,7 @@ moved is read from franky-sim's own joint record, not from the ROS graph.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import time
@@ -28,6 +29,16 @@ from .launch_process import JointRecord, Launch, client, environment, make_keyst
 pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(600)]
 STILL_RAD = 1e-3  # the simulated arms at rest move less than this (their PD hold)
 MOVE = json.dumps({"arm": "left", "dz_m": 0.02})
+# The secured launch and every client of this module meet on a ROS domain of their own: an unsecured
+# /toolkit/call_tool that another test of the session left on the suite's domain (its in-process nodes
+# live as long as pytest) would otherwise be "discovered" by the unsecured client and fail the case for
+# the wrong reason. Security, not the domain, is what each case tests: within the domain nothing differs.
+DOMAIN = str((int(os.environ.get("ROS_DOMAIN_ID", "0")) + 101) % 233)
+
+
+def domain_env(**values: object) -> dict[str, str]:
+    """launch_process.environment on this module's own domain."""
+    return environment(**values, ROS_DOMAIN_ID=DOMAIN)
 
 
 @pytest.fixture(scope="module")
@@ -37,11 +48,11 @@ def secured(tmp_path_factory):
     record = JointRecord(base / "joints.jsonl")
     launch = Launch("dual_franka.launch.py", "use_sim:=true", f"sim_hosts:={','.join(free_sim_hosts(200, 224, 2))}",
                     f"output_dir:={base / 'run'}", f"sim_joint_record:={record.path}", "security:=true",
-                    f"keystore:={keystore}", log=base / "launch.log", env=environment())
+                    f"keystore:={keystore}", log=base / "launch.log", env=domain_env())
     try:
         launch.wait_for("tools served", 240)
         yield {"base": base, "keystore": keystore, "record": record, "launch": launch,
-               "secured": environment(secured_by=keystore)}
+               "secured": domain_env(secured_by=keystore)}
     finally:
         launch.stop()
         print(launch.text()[-5000:])  # shown by pytest when a test failed
@@ -69,11 +80,11 @@ def test_a_planner_in_its_enclave_runs_a_task_through_the_toolkit(secured, tmp_p
 
 def test_a_node_without_security_neither_discovers_the_toolkit_nor_reaches_it(secured):
     before, started = steps(secured), time.time()
-    report = client("discover", "/toolkit/call_tool", env=environment(), timeout_s=15)
+    report = client("discover", "/toolkit/call_tool", env=domain_env(), timeout_s=15)
     assert report == {"found": False}
     # The stock CLI, unsecured, waits for a server it never finds: its goal is never sent.
     cli = subprocess.Popen(["ros2", "action", "send_goal", "/toolkit/call_tool", "rpent/action/CallTool",
-                            f"{{tool: move_by, arguments_json: '{MOVE}'}}"], env=environment(),
+                            f"{{tool: move_by, arguments_json: '{MOVE}'}}"], env=domain_env(),
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         out, _ = cli.communicate(timeout=15)
@@ -93,7 +104,7 @@ def test_the_monitor_enclave_reads_telemetry_but_its_goal_is_refused(secured):
     before = steps(secured)
     # Its permissions hold no action: the stock CLI (its enclave named as the ros2 command takes it)
     # cannot even make the client of /toolkit/call_tool.
-    monitor = environment(secured_by=secured["keystore"], ROS_SECURITY_ENCLAVE_OVERRIDE="/rpent/monitor")
+    monitor = domain_env(secured_by=secured["keystore"], ROS_SECURITY_ENCLAVE_OVERRIDE="/rpent/monitor")
     done = subprocess.run(["ros2", "action", "send_goal", "/toolkit/call_tool", "rpent/action/CallTool",
                            f"{{tool: move_by, arguments_json: '{MOVE}'}}"], env=monitor, capture_output=True, text=True,
                           timeout=60)
@@ -109,10 +120,10 @@ def test_the_monitor_enclave_reads_telemetry_but_its_goal_is_refused(secured):
 def test_a_certificate_from_another_keystore_is_refused(secured, tmp_path):
     other = make_keystore(tmp_path / "other-keystore")
     started = time.time()
-    report = client("discover", "/toolkit/call_tool", env=environment(secured_by=other), enclave="/rpent/planner",
+    report = client("discover", "/toolkit/call_tool", env=domain_env(secured_by=other), enclave="/rpent/planner",
                     name="planner", timeout_s=15)
     assert report == {"found": False}
-    report = client("call", "move_by", MOVE, env=environment(secured_by=other), enclave="/rpent/planner",
+    report = client("call", "move_by", MOVE, env=domain_env(secured_by=other), enclave="/rpent/planner",
                     name="planner", timeout_s=15)
     assert "did not appear" in report.get("exception", ""), report
     assert secured["record"].largest_change(started) < STILL_RAD
