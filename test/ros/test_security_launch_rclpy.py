@@ -33,6 +33,7 @@ MOVE = json.dumps({"arm": "left", "dz_m": 0.02})
 # /toolkit/call_tool that another test of the session left on the suite's domain (its in-process nodes
 # live as long as pytest) would otherwise be "discovered" by the unsecured client and fail the case for
 # the wrong reason. Security, not the domain, is what each case tests: within the domain nothing differs.
+# The keystores are made for it (sros2 writes the domain into the governance, which refuses any other).
 DOMAIN = str((int(os.environ.get("ROS_DOMAIN_ID", "0")) + 101) % 233)
 
 
@@ -44,7 +45,7 @@ def domain_env(**values: object) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory):
     base = tmp_path_factory.mktemp("secured")
-    keystore = make_keystore(base / "keystore")
+    keystore = make_keystore(base / "keystore", "--domain-id", DOMAIN)
     record = JointRecord(base / "joints.jsonl")
     launch = Launch("dual_franka.launch.py", "use_sim:=true", f"sim_hosts:={','.join(free_sim_hosts(200, 224, 2))}",
                     f"output_dir:={base / 'run'}", f"sim_joint_record:={record.path}", "security:=true",
@@ -118,7 +119,7 @@ def test_the_monitor_enclave_reads_telemetry_but_its_goal_is_refused(secured):
 
 
 def test_a_certificate_from_another_keystore_is_refused(secured, tmp_path):
-    other = make_keystore(tmp_path / "other-keystore")
+    other = make_keystore(tmp_path / "other-keystore", "--domain-id", DOMAIN)
     started = time.time()
     report = client("discover", "/toolkit/call_tool", env=domain_env(secured_by=other), enclave="/rpent/planner",
                     name="planner", timeout_s=15)
