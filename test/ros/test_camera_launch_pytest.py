@@ -92,6 +92,16 @@ class Viewer:
         with self.changed:
             assert self.changed.wait_for(condition, timeout_s), f"timed out waiting for {what}; have {sorted(self.last)}"
 
+    def reaches_world(self, frame: str) -> bool:
+        """Whether every transform from `frame` up to `world` has arrived (the arm's moving links come on /tf
+        from the arm node, later than the fixed ones on /tf_static)."""
+        transforms = {**self.static, **self.dynamic}
+        while frame != "world":
+            if frame not in transforms:
+                return False
+            frame = transforms[frame][0]
+        return True
+
     def in_world(self, frame: str) -> np.ndarray:
         transforms = {**self.static, **self.dynamic}
         pose = np.eye(4)
@@ -119,9 +129,8 @@ def _matrix(xyz, xyzw) -> np.ndarray:
 def test_sim_cameras_publish_depth_camera_info_and_their_frames_for_rviz(ros):
     viewer = Viewer(ros(Node("rviz_stand_in")))
     topics = [f"/franka_sim/{c}/{s}" for c in CAMERAS for s in ("depth/image_raw", "camera_info", "depth/camera_info", "points")]
-    frames = {"front_optical_frame", "top_optical_frame", "wrist_optical_frame", "arm_link0", "arm_link8"}
-    viewer.wait_for(lambda: set(topics) <= set(viewer.last) and frames <= set(viewer.static) | set(viewer.dynamic),
-                    "depth, camera_info and points of every camera, and the camera and arm frames")
+    viewer.wait_for(lambda: set(topics) <= set(viewer.last) and all(viewer.reaches_world(f"{c}_optical_frame") for c in CAMERAS),
+                    "depth, camera_info and points of every camera, and TF from every camera's frame to world")
 
     for camera in CAMERAS:
         with viewer.changed:
