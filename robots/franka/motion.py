@@ -8,10 +8,17 @@ stops every arm it started from the cancelling thread, via `ctx.on_cancel`.
 Results are measured: once the arm is at rest, `reached` compares the pose computed from the
 measured joints with the target (tolerances from the safety file) and, when it is false, says by
 how much and the likely cause.
+
+A motion franky's own trajectory generator gives up on halfway (TrajectoryFailure: Ruckig found no
+trajectory from the state franky extrapolated after a late control step, seen on franky-sim on a
+busy machine, about one approach in ten) is planned once more to the same target from where the
+arms stopped: recovered, checked by the envelope and the arm clearance anew, under the approval
+already given, and said in run.log and in the call's progress. A second failure is the call's error.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time
@@ -25,16 +32,20 @@ import numpy as np
 
 from robots.franka.approval import approve
 from robots.franka.arm_clearance import check_arm_clearance
-from robots.franka.hardware.franky_arm import FrankyArm
+from robots.franka.hardware.franky_arm import FrankyArm, TrajectoryFailure
 from robots.franka.hardware.franky_gripper import FrankyGripper
 from robots.franka.runtime import FrankaRuntime
 from rpent.runtime.arm import RuntimeFault, stop_quietly
 from rpent.runtime.types import MotionOutcome, Pose, quat_from_rpy
 from rpent.tools import ToolContext
 
+log = logging.getLogger(__name__)
+
 # Generous: the simulator may run at half real time on a busy machine.
 MOTION_TIMEOUT_S = 60.0
 GRIPPER_TIMEOUT_S = 30.0
+# Plans again after a trajectory-generator failure (module docstring); more would hide a real problem.
+TRAJECTORY_RETRIES = 1
 
 
 @dataclass(frozen=True)
@@ -47,13 +58,22 @@ class PlannedMotion:
     path: np.ndarray
     target: Pose | None = None
     joints: tuple[float, ...] | None = None
+    # The same absolute target checked again from the arm's state then (an offset is not offset twice).
+    replan: Callable[[], PlannedMotion] | None = None
 
 
 def plan_pose(arm: FrankyArm, target: Pose, speed_factor: float | None) -> PlannedMotion:
     arm.envelope.speed_factor(speed_factor)
     path = np.asarray(arm.cartesian_path([target]), dtype=float)
     p = [round(c, 4) for c in target.position]
-    return PlannedMotion(arm, f"move {arm.name} to {p}", lambda: arm.start_cartesian([target], speed_factor), path, target)
+    return _to_pose(arm, f"move {arm.name} to {p}", target, speed_factor, path)
+
+
+def _to_pose(arm: FrankyArm, description: str, target: Pose, speed_factor: float | None, path: np.ndarray) -> PlannedMotion:
+    def replan() -> PlannedMotion:
+        return _to_pose(arm, description, target, speed_factor, np.asarray(arm.cartesian_path([target]), dtype=float))
+
+    return PlannedMotion(arm, description, lambda: arm.start_cartesian([target], speed_factor), path, target, replan=replan)
 
 
 def plan_offset(
@@ -63,7 +83,7 @@ def plan_offset(
     target = arm.relative_target(translation_m, quat_from_rpy(*rpy_rad))
     path = np.asarray(arm.cartesian_path([target]), dtype=float)
     d = [round(c, 4) for c in translation_m]
-    return PlannedMotion(arm, f"move {arm.name} by {d}", lambda: arm.start_cartesian([target], speed_factor), path, target)
+    return _to_pose(arm, f"move {arm.name} by {d}", target, speed_factor, path)
 
 
 def plan_joints(arm: FrankyArm, joints: Sequence[float], speed_factor: float | None, what: str = "joints") -> PlannedMotion:
@@ -73,6 +93,7 @@ def plan_joints(arm: FrankyArm, joints: Sequence[float], speed_factor: float | N
     return PlannedMotion(
         arm, f"move {arm.name} {what} to {[round(v, 3) for v in q]}",
         lambda: arm.start_joints([q], speed_factor), path, joints=q,
+        replan=lambda: plan_joints(arm, q, speed_factor, what),
     )
 
 
@@ -149,6 +170,25 @@ def execute(ctx: ToolContext[FrankaRuntime], plans: Sequence[PlannedMotion]) -> 
     """Approve, start all planned motions, stop them all on cancel, wait; one result dict per arm."""
     check_clearance(ctx.robot, plans)
     approve(ctx, [p.arm for p in plans], "; ".join(p.description for p in plans))
+    for attempt in range(1 + TRAJECTORY_RETRIES):
+        try:
+            started, outcomes = _run(ctx, plans)
+            break
+        except TrajectoryFailure as exc:
+            if attempt == TRAJECTORY_RETRIES:
+                raise
+            plans = _plan_again(ctx, plans, exc)
+    ctx.check_cancelled()
+    results = []
+    for plan, outcome in zip(started, outcomes, strict=True):
+        if outcome.timed_out:
+            raise RuntimeFault(f"{plan.arm.name}: target not reached within {MOTION_TIMEOUT_S:.0f} s; the arm was stopped")
+        results.append(_motion_result(plan, outcome))
+    return results
+
+
+def _run(ctx: ToolContext[FrankaRuntime], plans: Sequence[PlannedMotion]) -> tuple[list[PlannedMotion], list[MotionOutcome]]:
+    """Start every plan, film while they run, wait for each; any failure stops every arm started."""
     ctx.check_cancelled()
     started: list[PlannedMotion] = []
     unhooks: list[Callable[[], None]] = []
@@ -170,13 +210,22 @@ def execute(ctx: ToolContext[FrankaRuntime], plans: Sequence[PlannedMotion]) -> 
     finally:
         for unhook in unhooks:
             unhook()
+    return started, outcomes
+
+
+def _plan_again(ctx: ToolContext[FrankaRuntime], plans: Sequence[PlannedMotion], failure: TrajectoryFailure) -> list[PlannedMotion]:
+    """The same targets from where the arms came to rest, recovered and checked anew (MotionRefused
+    if the envelope or the clearance now refuses one)."""
     ctx.check_cancelled()
-    results = []
-    for plan, outcome in zip(started, outcomes, strict=True):
-        if outcome.timed_out:
-            raise RuntimeFault(f"{plan.arm.name}: target not reached within {MOTION_TIMEOUT_S:.0f} s; the arm was stopped")
-        results.append(_motion_result(plan, outcome))
-    return results
+    for plan in plans:
+        plan.arm.settled_state()
+        plan.arm.recover()
+    again = [plan.replan() if plan.replan is not None else plan for plan in plans]
+    check_clearance(ctx.robot, again)
+    note = f"{failure}; planning the same target again from where the arm stopped (checked anew)"
+    log.warning("%s", note)
+    ctx.report("replanning", note)
+    return again
 
 
 def _motion_result(plan: PlannedMotion, outcome: MotionOutcome) -> dict[str, Any]:

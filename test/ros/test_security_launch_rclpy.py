@@ -75,7 +75,8 @@ def test_a_planner_in_its_enclave_runs_a_task_through_the_toolkit(secured, tmp_p
         env=secured["secured"], capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     result = json.loads((tmp_path / "planner" / "result.json").read_text())
-    assert result["finish_result"]["status"] == "success", result
+    # The replay stops at a failed call without a finish: result.json's stop_reason names the call.
+    assert (result.get("finish_result") or {}).get("status") == "success", result
     assert secured["record"].largest_change(started) > 0.01  # the left arm really moved
 
 

@@ -36,8 +36,6 @@ log = logging.getLogger("rpent.calibrate")
 # before and after it (1e-3 rad is under 1 mm at the hand).
 STILL_RAD = 1e-3
 STILL_ATTEMPTS = 5
-# A motion that failed in the trajectory generator (not on the robot) is tried once more.
-MOTION_RETRIES = 1
 
 
 @dataclass(frozen=True)
@@ -187,34 +185,23 @@ def calibrate(
 def _visit(
     ctx: ToolContext[FrankaRuntime], arm_name: str, pose: CalibrationPose, speed_factor: float | None, run: CalibrationRun
 ) -> bool:
-    """Move to the pose the way the motion tools do; False (logged) if the envelope refused it."""
-    for attempt in range(1 + MOTION_RETRIES):
-        try:
-            if pose.joints_rad is not None:
-                result = actions.move_joints(ctx, arm_name, pose.joints_rad, speed_factor)
-            else:
-                assert pose.tcp is not None
-                result = actions.move_to(ctx, arm_name, pose.tcp.position, (None, None, None), pose.tcp.quaternion, speed_factor)
-            break
-        except MotionRefused as exc:
-            _skip(run, pose, f"the safety envelope refused it ({describe(pose)}): {exc}")
-            return False
-        except RuntimeFault as exc:
-            if attempt == MOTION_RETRIES or not _trajectory_failure(exc):
-                raise RuntimeFault(f"{pose.label}: {exc}") from exc
-            log.warning("%s: %s; recovering and trying the motion again (the envelope checks it anew)", pose.label, exc)
-            ctx.robot.arm(arm_name).recover()
+    """Move to the pose the way the motion tools do (a trajectory-generator failure is planned once
+    more there, robots.franka.motion); False (logged) if the envelope refused it."""
+    try:
+        if pose.joints_rad is not None:
+            result = actions.move_joints(ctx, arm_name, pose.joints_rad, speed_factor)
+        else:
+            assert pose.tcp is not None
+            result = actions.move_to(ctx, arm_name, pose.tcp.position, (None, None, None), pose.tcp.quaternion, speed_factor)
+    except MotionRefused as exc:
+        _skip(run, pose, f"the safety envelope refused it ({describe(pose)}): {exc}")
+        return False
+    except RuntimeFault as exc:
+        raise RuntimeFault(f"{pose.label}: {exc}") from exc
     if not result["reached"]:
         # The view still counts: the flange pose comes from the measured joints, not the target.
         log.warning("%s: target not reached (%s); using the pose the arm is in", pose.label, result["cause"])
     return True
-
-
-def _trajectory_failure(fault: RuntimeFault) -> bool:
-    """A motion franky's own trajectory generator gave up on (a plain RuntimeError, e.g. "Motion planner
-    failed with error code -111", seen in franky-sim on a loaded machine), as opposed to one the robot
-    ended: reflexes, lost connections and other libfranka errors are franky exception types."""
-    return type(fault.__cause__) is RuntimeError
 
 
 def _still_view(ctx: ToolContext[FrankaRuntime], arm_name: str, camera: Camera) -> tuple[tuple[float, ...], Any]:

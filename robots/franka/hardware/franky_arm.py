@@ -9,6 +9,7 @@ from the commanded joints. All franky errors surface as RuntimeFault with the ar
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Sequence
@@ -39,6 +40,24 @@ _AT_REST_J7_RAD_S = 0.1
 # Faster than this on any joint, the arm is moving whether or not franky is in control.
 _MOVING_RAD_S = 0.1
 _FCI_PORT = 1337
+# Ruckig's result codes for an online trajectory it could not compute (franky: "Motion planner failed
+# with error code N"): -101 a duration out of its numeric range, -110 the execution time, -111 the
+# synchronisation of the degrees of freedom. franky re-plans from its own extrapolated state whenever
+# a control step came late (waypoint_motion.hpp), and on a loaded machine that state can be one Ruckig
+# has no answer for. The other codes (-100 invalid input, -102 position limits, -104 zero limits)
+# would fail again from any start.
+_REPLANNABLE_CODES = frozenset({-101, -110, -111})
+_PLANNER_FAILED = re.compile(r"Motion planner failed with error code (-?\d+)")
+
+
+class TrajectoryFailure(RuntimeFault):
+    """franky's own trajectory generator gave up during a motion (not the robot: no reflex, no lost
+    link); the arm was stopped where it was. The same target, planned again from the measured state,
+    can go through (robots.franka.motion does it once)."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 def _affine(pose: Pose) -> franky.Affine:
@@ -317,6 +336,9 @@ class FrankyArm:
             raise RuntimeFault(f"{self.link.lost_fault(self.name, str(exc))}; {unknown}") from exc
         if isinstance(exc, RuntimeFault):  # the link saw the robot go, here or in the other client
             raise RuntimeFault(f"{exc}; {unknown}") from exc
+        planner = _PLANNER_FAILED.search(str(exc)) if type(exc) is RuntimeError else None
+        if planner is not None and int(planner.group(1)) in _REPLANNABLE_CODES:
+            raise TrajectoryFailure(f"{self.name} at {self.host}: motion failed: {exc}", int(planner.group(1))) from exc
         raise RuntimeFault(f"{self.name} at {self.host}: motion failed: {exc}") from exc
 
     def _drain(self, timeout_s: float) -> str:
