@@ -32,10 +32,10 @@ import numpy as np
 
 from robots.franka.approval import approve
 from robots.franka.arm_clearance import check_arm_clearance
-from robots.franka.hardware.franky_arm import FrankyArm, TrajectoryFailure
+from robots.franka.hardware.franky_arm import FrankyArm
 from robots.franka.hardware.franky_gripper import FrankyGripper
 from robots.franka.runtime import FrankaRuntime
-from rpent.runtime.arm import RuntimeFault, stop_quietly
+from rpent.runtime.arm import RuntimeFault, TrajectoryFailure, stop_quietly
 from rpent.runtime.types import MotionOutcome, Pose, quat_from_rpy
 from rpent.tools import ToolContext
 

@@ -11,7 +11,7 @@ from typing import Any
 from rclpy.node import Node
 
 from rpent.action import RuntimeCall
-from rpent.runtime.arm import RuntimeFault
+from rpent.runtime.arm import RuntimeFault, TrajectoryFailure
 from rpent_ros.action_client import ThreadSafeActionClient
 from rpent_ros.runtime.codec import decode_result, encode_call
 from rpent_ros.runtime.image_msgs import image_msg_to_rgb
@@ -22,6 +22,17 @@ _GONE_AFTER_S = 1.0  # DDS graph updates lag a little; a restart within this is 
 
 class RemoteRuntimeError(RuntimeFault):
     """The runtime node reported an error (its text names the remote exception)."""
+
+
+class RemoteTrajectoryFailure(RemoteRuntimeError, TrajectoryFailure):
+    """The runtime node's arm reported a TrajectoryFailure: kept as one, so the toolkit's motion plans
+    again after it over ROS as it does in process."""
+
+
+def remote_error(text: str) -> RemoteRuntimeError:
+    """The exception for a runtime node's error text (`<name>.<method>: <Type>: <message>`)."""
+    kind = text.split(": ", 2)[1] if text.count(": ") >= 2 else ""
+    return RemoteTrajectoryFailure(text) if kind == TrajectoryFailure.__name__ else RemoteRuntimeError(text)
 
 
 class RuntimeProxy:
@@ -101,7 +112,7 @@ class RuntimeProxy:
             raise RemoteRuntimeError(box["error"])
         result = box["response"].result
         if result.is_error:
-            raise RemoteRuntimeError(f"{self.name}.{method}: {result.error}")
+            raise remote_error(f"{self.name}.{method}: {result.error}")
         return decode_result(result.result_json)
 
     def __getattr__(self, method: str) -> Any:

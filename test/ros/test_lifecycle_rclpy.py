@@ -31,7 +31,8 @@ from robots.franka.hardware.franky_arm import FrankyArm  # noqa: E402
 from robots.franka.ros.arm_node import FrankaArmNode  # noqa: E402
 from robots.franka.ros.camera_node import CameraNode  # noqa: E402
 from robots.franka.ros.gripper_node import FrankaGripperNode  # noqa: E402
-from rpent_ros.runtime.proxy import RemoteRuntimeError, RuntimeProxy  # noqa: E402
+from rpent.runtime.arm import TrajectoryFailure  # noqa: E402
+from rpent_ros.runtime.proxy import RemoteRuntimeError, RuntimeProxy, remote_error  # noqa: E402
 
 from .goals import wait_until  # noqa: E402
 
@@ -206,3 +207,15 @@ def test_an_arm_node_that_cannot_connect_says_why_on_diagnostics(ros):
     status = seen.wait("franka_arm: arm arm", lambda v: v["connected"] == "false" and v["lifecycle state"] == "unconfigured",
                        "the failed configure", message="could not connect to the Franka arm at 127.0.0.239")
     assert status.level == DiagnosticStatus.WARN
+
+
+def test_a_trajectory_failure_a_runtime_node_reports_stays_one_for_the_toolkits_motion():
+    # robots.franka.motion plans once more after a TrajectoryFailure; over ROS the arm node's error
+    # text is all that crosses, so the proxy must turn it back into one (and nothing else into one).
+    failed = remote_error("arm.wait: TrajectoryFailure: arm at 127.0.0.2: motion failed: Motion planner failed with error code -111")
+    assert isinstance(failed, TrajectoryFailure) and isinstance(failed, RemoteRuntimeError)
+    assert "error code -111" in str(failed)
+    for other in ("arm.wait: RuntimeFault: arm at 127.0.0.2: lost connection to the robot",
+                  "arm.wait: RuntimeError: TrajectoryFailure: spoofed in a message", "arm gone"):
+        error = remote_error(other)
+        assert isinstance(error, RemoteRuntimeError) and not isinstance(error, TrajectoryFailure), other

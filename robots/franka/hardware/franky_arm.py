@@ -23,7 +23,7 @@ from robots.franka.hardware.connect import RobotLink, connect_with_timeout
 from robots.franka.safety import SafetyEnvelope
 from robots.franka.safety_limits import FR3_JOINT_ACCELERATION_MAX
 from rpent.loopback import is_loopback
-from rpent.runtime.arm import RuntimeFault
+from rpent.runtime.arm import RuntimeFault, TrajectoryFailure
 from rpent.runtime.types import ArmState, MotionOutcome, Pose, quat_from_matrix
 
 log = logging.getLogger(__name__)
@@ -49,15 +49,6 @@ _FCI_PORT = 1337
 _REPLANNABLE_CODES = frozenset({-101, -110, -111})
 _PLANNER_FAILED = re.compile(r"Motion planner failed with error code (-?\d+)")
 
-
-class TrajectoryFailure(RuntimeFault):
-    """franky's own trajectory generator gave up during a motion (not the robot: no reflex, no lost
-    link); the arm was stopped where it was. The same target, planned again from the measured state,
-    can go through (robots.franka.motion does it once)."""
-
-    def __init__(self, message: str, code: int) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 def _affine(pose: Pose) -> franky.Affine:
