@@ -50,6 +50,11 @@ STATUS_LEAD_S = 0.05
 # lists every goal the server keeps (goal_qos.RESULT_KEEP_S), so it is not free.
 ANNOUNCE_AFTER_S = STATUS_LEAD_S
 TICK_HZ = 20.0  # sends what waited for STATUS_LEAD_S; running goals repeat their feedback at FEEDBACK_HZ
+# A queued goal says "queued" again QUEUED_AGAIN_S later if it still waits: a client drops feedback that
+# comes before it handled the goal's response (several goals sent at once, a loaded machine), and the
+# first "queued" goes out 50 ms after acceptance. Twice at most, so a deep queue costs little feedback.
+QUEUED_SAYS = 2
+QUEUED_AGAIN_S = 0.5
 # A cancel answered ACCEPT moves the goal to CANCELING just after the cancel callback returns; a call
 # that ended inside that callback (a queued call is dropped at once) waits for that, never longer.
 _SETTLE_S = 5.0
@@ -67,7 +72,7 @@ class _Goal:
     """One accepted goal. `lock` guards what the toolkit's threads and the executor's share."""
 
     __slots__ = ("accepted_at", "call", "cancel", "cancel_reached", "confirmed", "handle", "lock", "message",
-                 "pending", "progress", "queued_said", "result", "running_said", "running_since", "sent_at", "stage",
+                 "pending", "progress", "queued_sent", "result", "running_said", "running_since", "sent_at", "stage",
                  "started", "status_at")
 
     def __init__(self, handle: ServerGoalHandle) -> None:
@@ -79,7 +84,7 @@ class _Goal:
         self.cancel: Any = None
         self.cancel_reached = False  # the cancel reached the call before it ended
         self.stage, self.message, self.progress = "accepted", "", None
-        self.queued_said = False  # "queued" goes out with a tick, once, if the call still waits then
+        self.queued_sent = 0  # "queued" feedback sent: with a tick if the call still waits then, and once more
         self.running_since: float | None = None
         self.running_said = False  # a "running" feedback went out (see _publish)
         self.started = False  # EXECUTING on the status topic (its call ran)
@@ -278,7 +283,7 @@ class ToolkitGoals:
 
     def _tick(self) -> None:
         """Send the status of goals accepted ANNOUNCE_AFTER_S ago, then the stage changes that had to wait,
-        the feedback of every running call at FEEDBACK_HZ, and "queued" once for calls still waiting."""
+        the feedback of every running call at FEEDBACK_HZ, and "queued" for calls still waiting (QUEUED_SAYS)."""
         now = time.monotonic()
         with self._lock:
             goals = [g for g in self._goals.values() if g.result is None]
@@ -286,7 +291,8 @@ class ToolkitGoals:
         repeat = 1.0 / FEEDBACK_HZ
         due = [g for g in goals if g.may_send(now) and (
             (g.running_since is not None and (g.pending or now - g.sent_at >= repeat))
-            or (g.stage == "queued" and not g.queued_said))]
+            or (g.stage == "queued" and (g.queued_sent == 0 or (
+                g.queued_sent < QUEUED_SAYS and now - g.sent_at >= QUEUED_AGAIN_S))))]
         if not due:
             return
         poses = self._read_poses() if any(g.running_since is not None for g in due) else []
@@ -296,9 +302,9 @@ class ToolkitGoals:
                     continue
                 if goal.running_since is not None:
                     self._publish(goal, poses, now)
-                elif goal.stage == "queued" and not goal.queued_said:
+                elif goal.stage == "queued":
                     self._publish(goal, [], now)
-                    goal.queued_said = True
+                    goal.queued_sent += 1
 
     @staticmethod
     def _announce(goals: list[_Goal], now: float) -> None:

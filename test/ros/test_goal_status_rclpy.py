@@ -121,7 +121,8 @@ def test_every_feedback_of_a_running_goal_sees_executing_and_a_queued_one_accept
         assert len(running) >= 3, client.seen["first"]  # ~1.9 s of motion at 5 Hz feedback
         assert set(running) == {"EXECUTING"}, client.seen["first"]
         queued = [status for stage, status in client.seen["second"] if stage == "queued"]
-        assert queued == ["ACCEPTED"], client.seen["second"]
+        # Said again 0.5 s later while it waits (the first may come before the client knows the goal, and is dropped).
+        assert queued and set(queued) == {"ACCEPTED"}, client.seen["second"]
         later = [status for stage, status in client.seen["second"] if stage not in ("queued", "done")]
         assert later and set(later) == {"EXECUTING"}, client.seen["second"]
         # On the status topic (what `ros2 topic echo` and rviz read): the queued goal goes ACCEPTED,
