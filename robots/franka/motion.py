@@ -56,24 +56,25 @@ class PlannedMotion:
     description: str
     launch: Callable[[], None]
     path: np.ndarray
+    # The same absolute target checked again from the arm's state then (an offset is not offset twice).
+    replan: Callable[[], PlannedMotion]
     target: Pose | None = None
     joints: tuple[float, ...] | None = None
-    # The same absolute target checked again from the arm's state then (an offset is not offset twice).
-    replan: Callable[[], PlannedMotion] | None = None
 
 
 def plan_pose(arm: FrankyArm, target: Pose, speed_factor: float | None) -> PlannedMotion:
     arm.envelope.speed_factor(speed_factor)
-    path = np.asarray(arm.cartesian_path([target]), dtype=float)
     p = [round(c, 4) for c in target.position]
-    return _to_pose(arm, f"move {arm.name} to {p}", target, speed_factor, path)
+    return _to_pose(arm, f"move {arm.name} to {p}", target, speed_factor)
 
 
-def _to_pose(arm: FrankyArm, description: str, target: Pose, speed_factor: float | None, path: np.ndarray) -> PlannedMotion:
-    def replan() -> PlannedMotion:
-        return _to_pose(arm, description, target, speed_factor, np.asarray(arm.cartesian_path([target]), dtype=float))
-
-    return PlannedMotion(arm, description, lambda: arm.start_cartesian([target], speed_factor), path, target, replan=replan)
+def _to_pose(arm: FrankyArm, description: str, target: Pose, speed_factor: float | None) -> PlannedMotion:
+    """A Cartesian motion to `target`, its path checked from the arm's state now."""
+    path = np.asarray(arm.cartesian_path([target]), dtype=float)
+    return PlannedMotion(
+        arm, description, lambda: arm.start_cartesian([target], speed_factor), path,
+        lambda: _to_pose(arm, description, target, speed_factor), target,
+    )
 
 
 def plan_offset(
@@ -81,9 +82,8 @@ def plan_offset(
 ) -> PlannedMotion:
     arm.envelope.speed_factor(speed_factor)
     target = arm.relative_target(translation_m, quat_from_rpy(*rpy_rad))
-    path = np.asarray(arm.cartesian_path([target]), dtype=float)
     d = [round(c, 4) for c in translation_m]
-    return _to_pose(arm, f"move {arm.name} by {d}", target, speed_factor, path)
+    return _to_pose(arm, f"move {arm.name} by {d}", target, speed_factor)
 
 
 def plan_joints(arm: FrankyArm, joints: Sequence[float], speed_factor: float | None, what: str = "joints") -> PlannedMotion:
@@ -92,8 +92,8 @@ def plan_joints(arm: FrankyArm, joints: Sequence[float], speed_factor: float | N
     q = tuple(float(v) for v in joints)
     return PlannedMotion(
         arm, f"move {arm.name} {what} to {[round(v, 3) for v in q]}",
-        lambda: arm.start_joints([q], speed_factor), path, joints=q,
-        replan=lambda: plan_joints(arm, q, speed_factor, what),
+        lambda: arm.start_joints([q], speed_factor), path,
+        lambda: plan_joints(arm, q, speed_factor, what), joints=q,
     )
 
 
@@ -220,7 +220,7 @@ def _plan_again(ctx: ToolContext[FrankaRuntime], plans: Sequence[PlannedMotion],
     for plan in plans:
         plan.arm.settled_state()
         plan.arm.recover()
-    again = [plan.replan() if plan.replan is not None else plan for plan in plans]
+    again = [plan.replan() for plan in plans]
     check_clearance(ctx.robot, again)
     note = f"{failure}; planning the same target again from where the arm stopped (checked anew)"
     log.warning("%s", note)

@@ -30,11 +30,7 @@ class RuntimeFault(RuntimeError):
 class TrajectoryFailure(RuntimeFault):
     """The arm's own trajectory generator gave up during a motion (not the robot: no reflex, no lost
     link) and the arm was stopped where it was; the same target, planned again from the measured
-    state, can go through (robots.franka.motion does it once). `code`: the generator's, if known."""
-
-    def __init__(self, message: str, code: int | None = None) -> None:
-        super().__init__(message)
-        self.code = code
+    state, can go through (robots.franka.motion does it once)."""
 
 
 class MotionRefused(ValueError):

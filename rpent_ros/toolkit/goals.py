@@ -291,8 +291,8 @@ class ToolkitGoals:
         repeat = 1.0 / FEEDBACK_HZ
         due = [g for g in goals if g.may_send(now) and (
             (g.running_since is not None and (g.pending or now - g.sent_at >= repeat))
-            or (g.stage == "queued" and (g.queued_sent == 0 or (
-                g.queued_sent < QUEUED_SAYS and now - g.sent_at >= QUEUED_AGAIN_S))))]
+            or (g.stage == "queued" and g.queued_sent < QUEUED_SAYS
+                and (g.queued_sent == 0 or now - g.sent_at >= QUEUED_AGAIN_S)))]
         if not due:
             return
         poses = self._read_poses() if any(g.running_since is not None for g in due) else []

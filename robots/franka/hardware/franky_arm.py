@@ -50,7 +50,6 @@ _REPLANNABLE_CODES = frozenset({-101, -110, -111})
 _PLANNER_FAILED = re.compile(r"Motion planner failed with error code (-?\d+)")
 
 
-
 def _affine(pose: Pose) -> franky.Affine:
     return franky.Affine(np.array(pose.position, dtype=float), np.array(pose.quaternion, dtype=float))
 
@@ -329,7 +328,7 @@ class FrankyArm:
             raise RuntimeFault(f"{exc}; {unknown}") from exc
         planner = _PLANNER_FAILED.search(str(exc)) if type(exc) is RuntimeError else None
         if planner is not None and int(planner.group(1)) in _REPLANNABLE_CODES:
-            raise TrajectoryFailure(f"{self.name} at {self.host}: motion failed: {exc}", int(planner.group(1))) from exc
+            raise TrajectoryFailure(f"{self.name} at {self.host}: motion failed: {exc}") from exc
         raise RuntimeFault(f"{self.name} at {self.host}: motion failed: {exc}") from exc
 
     def _drain(self, timeout_s: float) -> str:
