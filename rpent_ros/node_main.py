@@ -11,6 +11,7 @@ down last, when nothing uses it any more.
 
 from __future__ import annotations
 
+import faulthandler
 import signal
 import sys
 import threading
@@ -46,6 +47,9 @@ def init(args: list[str] | None) -> None:
     """rclpy.init without rclpy's signal handlers; SIGINT and SIGTERM (launch's second step) raise
     KeyboardInterrupt in the main thread until `wait_for_signal` or a shutdown takes them over."""
     check_security(args)
+    # A crash inside an extension (MuJoCo, EGL, DDS) kills the process with SIGSEGV and no word of
+    # where: the Python stack of every thread goes to stderr (the launch's log) first.
+    faulthandler.enable()
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     forward_python_logging()
     if threading.current_thread() is threading.main_thread():

@@ -20,6 +20,7 @@ from robots.franka.camera_mount import CameraMount, fovy_intrinsics, translation
 from robots.franka.config import CameraConfig
 from rpent.runtime.arm import RuntimeFault
 from rpent.runtime.camera import CameraFrame, Intrinsics
+from rpent.runtime.gl_thread import on_gl_thread
 
 if TYPE_CHECKING:
     from robots.franka.sim.simulator import FrankaSim
@@ -156,8 +157,8 @@ class MujocoCamera:
     """Renders one named camera of a running FrankaSim offscreen (EGL).
 
     Only the scene update holds the simulator lock; rendering runs outside it so physics keeps
-    stepping. A renderer belongs to the thread that created its GL context, so each camera
-    renders on its own worker thread.
+    stepping. Every camera renders on the process's one GL thread (rpent.runtime.gl_thread): a
+    context belongs to the thread that made it, and two threads rendering at once crash Mesa.
 
     `capture_frame()` renders colour and depth from the same scene update (so they are aligned and
     of one instant) with the exact pinhole intrinsics of the model's field of view. Its pose is the
@@ -203,8 +204,7 @@ class MujocoCamera:
         self._sim = sim
         self._lock = threading.Lock()
         self._renderer: Any = None
-        self._executor = _OwnThread(f"render-{camera}")
-        self._executor.call(self._open)
+        on_gl_thread(self._open)
 
     def _open(self) -> None:
         self._renderer = self._mujoco.Renderer(self._sim.model, self.height, self.width)
@@ -242,32 +242,16 @@ class MujocoCamera:
         with self._lock:
             if self._renderer is None:
                 raise RuntimeFault(f"camera {self.name}: closed")
-            return self._executor.call(self._render)
+            return on_gl_thread(self._render)
 
     def capture_frame(self) -> CameraFrame:
         with self._lock:
             if self._renderer is None:
                 raise RuntimeFault(f"camera {self.name}: closed")
-            return self._executor.call(self._render_frame)
+            return on_gl_thread(self._render_frame)
 
     def close(self) -> None:
         with self._lock:
             if self._renderer is not None:
-                self._executor.call(self._renderer.close)
+                on_gl_thread(self._renderer.close)
                 self._renderer = None
-            self._executor.shutdown()
-
-
-class _OwnThread:
-    """Runs calls on one dedicated thread (GL contexts are bound to the thread that made them)."""
-
-    def __init__(self, name: str) -> None:
-        from concurrent.futures import ThreadPoolExecutor
-
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
-
-    def call(self, fn: Any) -> Any:
-        return self._pool.submit(fn).result(timeout=30.0)
-
-    def shutdown(self) -> None:
-        self._pool.shutdown(wait=True)

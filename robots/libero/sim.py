@@ -11,7 +11,6 @@ x forward (away from the base, over the table), y to the robot's left, z up; met
 
 from __future__ import annotations
 
-import concurrent.futures
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from rpent.runtime.gl_thread import on_gl_thread
 
 SUITES = ("libero_spatial", "libero_object", "libero_goal", "libero_10", "libero_90")
 CAMERAS = ("agentview", "robot0_eye_in_hand")
@@ -103,8 +104,6 @@ class LiberoSim:
         self.objects = list(self._raw.objects_dict)
         self.fixtures = list(getattr(self._raw, "fixtures_dict", {}))
         self.goal = [list(map(str, p)) for p in self._raw.parsed_problem.get("goal_state", [])]
-        # Rendering owns an EGL context, which belongs to one thread: every draw runs on this one.
-        self._gl = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="libero-gl")
         self._renderers: dict[tuple[int, int], Any] = {}
         self._scene_option: Any = None
         self._label_of_body: np.ndarray | None = None
@@ -195,7 +194,8 @@ class LiberoSim:
         return boxes
 
     def _on_gl(self, fn: Callable[[], np.ndarray]) -> np.ndarray:
-        return self._gl.submit(fn).result()
+        # Every EGL context of the process lives on its one GL thread (rpent.runtime.gl_thread).
+        return on_gl_thread(fn, timeout_s=None)
 
     @staticmethod
     def _mujoco() -> Any:
@@ -260,7 +260,6 @@ class LiberoSim:
             self._renderers.clear()
 
         try:
-            self._gl.submit(free).result(timeout=10)
+            on_gl_thread(free, timeout_s=10)
         finally:
-            self._gl.shutdown(wait=False)
             self.env.close()
