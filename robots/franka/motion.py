@@ -11,9 +11,9 @@ how much and the likely cause.
 
 A motion franky's own trajectory generator gives up on halfway (TrajectoryFailure: Ruckig found no
 trajectory from the state franky extrapolated after a late control step, seen on franky-sim on a
-busy machine, about one approach in ten) is planned once more to the same target from where the
-arms stopped: recovered, checked by the envelope and the arm clearance anew, under the approval
-already given, and said in run.log and in the call's progress. A second failure is the call's error.
+busy machine, about one approach in ten) is planned again to the same target from where the arms
+stopped, up to twice: recovered, checked by the envelope and the arm clearance anew, under the approval
+already given, and said in run.log and in the call's progress. A third failure is the call's error.
 """
 
 from __future__ import annotations
@@ -44,8 +44,9 @@ log = logging.getLogger(__name__)
 # Generous: the simulator may run at half real time on a busy machine.
 MOTION_TIMEOUT_S = 60.0
 GRIPPER_TIMEOUT_S = 30.0
-# Plans again after a trajectory-generator failure (module docstring); more would hide a real problem.
-TRAJECTORY_RETRIES = 1
+# Plans again after a trajectory-generator failure (module docstring). Twice: two episodes at once on 2
+# cores failed a second plan too (the eval sweep's pick); more would hide a real problem.
+TRAJECTORY_RETRIES = 2
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """How a calibration treats a motion that did not go through: refused (skipped), failed (stop the
-calibration, naming the pose). A trajectory-generator failure is planned once more by the motion
+calibration, naming the pose). A trajectory-generator failure is planned again (up to twice) by the motion
 itself, as for every tool (test_motion_replan_sim.py), so the calibration sees only what is left."""
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def _fault_from(cause: BaseException) -> RuntimeFault:
 
 
 def test_a_second_generator_failure_ends_the_calibration_naming_the_pose(monkeypatch: pytest.MonkeyPatch) -> None:
-    # What reaches the calibration after the motion's own second plan failed too.
+    # What reaches the calibration after the motion's own plans failed too.
     calls = _moves(monkeypatch, _fault_from(RuntimeError("Motion planner failed with error code -111")))
     with pytest.raises(RuntimeFault, match=r"^tilted: arm at 127.0.0.2: motion failed: Motion planner failed"):
         _visit(_Ctx(), "arm", POSE, None, CalibrationRun("wrist", "wrist", "arm"))  # type: ignore[arg-type]

@@ -1,4 +1,4 @@
-"""A motion franky's trajectory generator gives up on halfway is planned once more to the same target.
+"""A motion franky's trajectory generator gives up on halfway is planned again (up to twice) to the same target.
 
 franky-sim on a busy machine sees it about once in ten approach moves: Ruckig finds no trajectory
 from the state franky extrapolated after a late control step ("Motion planner failed with error
@@ -74,16 +74,16 @@ def _start(toolkit: FrankaToolkit) -> np.ndarray:
     return np.asarray(toolkit.execute_tool("get_state", {}).data["arms"]["arm"]["ee_pose"]["position"])
 
 
-def test_a_move_the_generator_gave_up_on_reaches_its_target_on_the_second_plan(toolkit, generator_fails, caplog):
+def test_a_move_the_generator_gave_up_on_twice_reaches_its_target_on_the_third_plan(toolkit, generator_fails, caplog):
     _start(toolkit)
-    launches = generator_fails("Motion planner failed with error code -111", times=1)
+    launches = generator_fails("Motion planner failed with error code -111", times=2)
     with caplog.at_level(logging.WARNING, logger="robots.franka.motion"):
         result = _ok(toolkit.execute_tool("move_to", {"x_m": 0.55, "y_m": 0.12, "z_m": 0.35, "yaw_rad": 0.4}))
-    assert launches == ["CartesianWaypointMotion"] * 2
+    assert launches == ["CartesianWaypointMotion"] * 3
     assert result["reached"] is True and result["cause"] is None
     assert math.dist(result["pose"]["position"], [0.55, 0.12, 0.35]) < 0.005  # measured, at rest
-    (warning,) = [r.getMessage() for r in caplog.records if "planning the same target again" in r.getMessage()]
-    assert "Motion planner failed with error code -111" in warning
+    warnings = [r.getMessage() for r in caplog.records if "planning the same target again" in r.getMessage()]
+    assert len(warnings) == 2 and all("Motion planner failed with error code -111" in w for w in warnings)
 
 
 def test_an_offset_is_not_applied_twice_when_it_is_planned_again(toolkit, generator_fails):
@@ -96,11 +96,11 @@ def test_an_offset_is_not_applied_twice_when_it_is_planned_again(toolkit, genera
     assert math.dist(result["pose"]["position"], result["target"]["position"]) < 0.005
 
 
-def test_a_second_failure_is_the_calls_error_and_the_arm_is_left_at_rest(toolkit, generator_fails):
+def test_a_third_failure_is_the_calls_error_and_the_arm_is_left_at_rest(toolkit, generator_fails):
     _start(toolkit)
-    launches = generator_fails("Motion planner failed with error code -111", times=2)
+    launches = generator_fails("Motion planner failed with error code -111", times=3)
     result = toolkit.execute_tool("move_to", {"x_m": 0.55, "y_m": -0.12, "z_m": 0.35})
-    assert len(launches) == 2
+    assert len(launches) == 3
     assert "motion failed: Motion planner failed with error code -111" in result.error
     # Nothing goes on after the error: once at rest the hand is short of the target.
     rest = toolkit.robot.arm().settled_state()

@@ -210,7 +210,7 @@ def test_an_arm_node_that_cannot_connect_says_why_on_diagnostics(ros):
 
 
 def test_a_trajectory_failure_a_runtime_node_reports_stays_one_for_the_toolkits_motion():
-    # robots.franka.motion plans once more after a TrajectoryFailure; over ROS the arm node's error
+    # robots.franka.motion plans again after a TrajectoryFailure; over ROS the arm node's error
     # text is all that crosses, so the proxy must turn it back into one (and nothing else into one).
     failed = remote_error("arm.wait: TrajectoryFailure: arm at 127.0.0.2: motion failed: Motion planner failed with error code -111")
     assert isinstance(failed, TrajectoryFailure) and isinstance(failed, RemoteRuntimeError)
