@@ -12,7 +12,6 @@ x forward (away from the base, over the table), y to the robot's left, z up; met
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -158,11 +157,11 @@ class LiberoSim:
 
     # -- cameras ---------------------------------------------------------------------------
     def render(self, camera: str, width: int | None = None, height: int | None = None) -> np.ndarray:
-        return self._on_gl(lambda: self._draw(camera, width, height, segmentation=False))
+        return on_gl_thread(lambda: self._draw(camera, width, height, segmentation=False), timeout_s=None)
 
     def segment(self, camera: str, width: int | None = None, height: int | None = None) -> dict[str, Any]:
         """Label image (0 background, i = names[i-1]) of the task's objects and fixtures."""
-        seg = self._on_gl(lambda: self._draw(camera, width, height, segmentation=True))
+        seg = on_gl_thread(lambda: self._draw(camera, width, height, segmentation=True), timeout_s=None)
         labels = self._body_labels()
         names = [*self.objects, *self.fixtures]
         geom_ids = seg[..., 0]
@@ -192,10 +191,6 @@ class LiberoSim:
             stacked = np.concatenate(points)
             boxes[name] = np.concatenate([stacked.min(axis=0), stacked.max(axis=0)])
         return boxes
-
-    def _on_gl(self, fn: Callable[[], np.ndarray]) -> np.ndarray:
-        # Every EGL context of the process lives on its one GL thread (rpent.runtime.gl_thread).
-        return on_gl_thread(fn, timeout_s=None)
 
     @staticmethod
     def _mujoco() -> Any:
