@@ -3,9 +3,12 @@
 Prints: tool-call latency of get_state and capture_images, frames per second of each simulated
 camera, and for cancelling a long move through the toolkit: cancel -> stop command sent,
 cancel -> call returned, cancel -> arm settled, next to a bare franky `robot.stop()` on the same
-arm in the same run (stop -> join_motion raised, stop -> settled).
+arm in the same run (stop -> join_motion raised, stop -> settled). Then the simulator's clock under
+load: the same moves with 0 and 2 busy loops beside, the simulator in lock-step with its client and
+on the wall clock, as simulated seconds per wall second, the moves' durations on the robot's clock,
+and the motions franky's generator gave up on (planned again).
 
-    MUJOCO_GL=egl python bench/bench_franka.py [--trials 5] [--calls 30]
+    MUJOCO_GL=egl python bench/bench_franka.py [--trials 5] [--calls 30] [--clock-moves 6]
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -147,10 +151,50 @@ def bench_cancel(kit: FrankaToolkit, runtime: FrankaRuntime, trials: int) -> Non
     print(f"settle ratio toolkit / bare franky (median, sim time): {ratio:.2f}")
 
 
+BUSY_LOOP = "import time\nend = time.monotonic() + 900\nwhile time.monotonic() < end: pass"
+
+
+def bench_clock(kit: FrankaToolkit, runtime: FrankaRuntime, moves: int) -> None:
+    """The same back-and-forth moves quiet and beside two busy loops, in lock-step and on the wall clock."""
+    sim = runtime.sim
+    print(f"== the simulator's clock under load ({moves} moves of 10 cm each) ==")
+    print(f"{'clock':<11}{'busy loops':>11}{'sim s / wall s':>16}{'move (robot clock) median':>27}{'spread':>9}"
+          f"{'planned again':>15}")
+    quiet_ratio: dict[bool, float] = {}
+    for lockstep in (True, False):
+        for busy_loops in (0, 2):
+            sim.lockstep = lockstep
+            busy = [subprocess.Popen([sys.executable, "-c", BUSY_LOOP]) for _ in range(busy_loops)]
+            try:
+                kit.execute_tool("home", {})
+                replans = runtime.replans
+                durations, wall, robot = [], 0.0, 0.0
+                for i in range(moves):
+                    w0, s0 = time.perf_counter(), sim.time_s
+                    result = kit.execute_tool("move_by", {"dy_m": 0.1 if i % 2 == 0 else -0.1})
+                    if result.error:
+                        raise RuntimeError(result.error)
+                    wall += time.perf_counter() - w0
+                    robot += sim.time_s - s0
+                    durations.append(sim.time_s - s0)
+            finally:
+                for process in busy:
+                    process.kill()
+                    process.wait()
+            ratio = robot / wall
+            quiet_ratio.setdefault(lockstep, ratio)
+            spread = max(durations) - min(durations)
+            print(f"{'lock-step' if lockstep else 'wall clock':<11}{busy_loops:>11}{ratio:>15.2f}x"
+                  f"{statistics.median(durations):>25.3f} s{spread * 1000:>6.0f} ms{runtime.replans - replans:>15}")
+    sim.lockstep = True
+    print(f"lock-step / wall clock, sim s per wall s when quiet: {quiet_ratio[True] / quiet_ratio[False]:.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=5)
     parser.add_argument("--calls", type=int, default=30)
+    parser.add_argument("--clock-moves", type=int, default=6, help="moves per row of the clock table (0: skip it)")
     args = parser.parse_args()
     runtime = build_runtime(FrankaConfig(), sim=True)
     kit = FrankaToolkit(robot=runtime)
@@ -160,6 +204,8 @@ def main() -> None:
         bench_cancel(kit, runtime, args.trials)
         rate = (runtime.sim.time_s - sim0) / (time.perf_counter() - wall0)
         print(f"simulator speed during the run: {rate:.2f}x real time")
+        if args.clock_moves:
+            bench_clock(kit, runtime, args.clock_moves)
     finally:
         kit.close(timeout=30)
         runtime.close()

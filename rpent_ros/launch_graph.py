@@ -2,8 +2,10 @@
 
 Every launch file takes these arguments (docs/ros.md, "Who can reach the robot"):
 
-- `network:=localhost` (default): DDS discovery stays on this machine (ROS_AUTOMATIC_DISCOVERY_RANGE=
-  LOCALHOST); `network:=subnet` opens it to the local network, `static_peers:=a;b` adds named hosts.
+- `network:=localhost` (default): DDS discovery stays on this machine; `network:=subnet` opens it to the
+  local network, `static_peers:=a;b` adds named hosts (Jazzy and later). Each distro gets the switch it
+  obeys: ROS_AUTOMATIC_DISCOVERY_RANGE from Iron on, ROS_LOCALHOST_ONLY on Humble (whose DDS ignores the
+  newer variable, so setting only that one would leave a Humble lab's graph open to the subnet).
 - `security:=true keystore:=DIR`: SROS2 (DDS-Security, Enforce): every node in its own enclave
   `/rpent/<node name>` of the keystore `rpent ros-security init DIR` made, with the permissions of
   its policy. Checked here before anything starts, naming the file that is missing or expired.
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rpent_ros.security.exposure import uses_localhost_only
 from rpent_ros.security.keystore import SecurityConfigError, check_enclave
 from rpent_ros.security.policy import LAUNCH, enclave_of
 
@@ -61,9 +64,13 @@ class Graph:
             keystore = Path(named).expanduser().resolve()
         return cls(NETWORKS[network], get("static_peers").strip(), keystore)
 
-    def environment(self) -> dict[str, str]:
-        """What every process of the launch gets."""
-        env = {"ROS_AUTOMATIC_DISCOVERY_RANGE": self.range, "ROS_STATIC_PEERS": self.static_peers}
+    def environment(self, distro: str | None = None) -> dict[str, str]:
+        """What every process of the launch gets, for ROS 2 `distro` (default: $ROS_DISTRO)."""
+        distro = os.environ.get("ROS_DISTRO", "") if distro is None else distro
+        if uses_localhost_only(distro):
+            env = {"ROS_LOCALHOST_ONLY": "1" if self.range == "LOCALHOST" else "0"}
+        else:
+            env = {"ROS_AUTOMATIC_DISCOVERY_RANGE": self.range, "ROS_STATIC_PEERS": self.static_peers}
         if self.keystore is not None:
             env.update(ROS_SECURITY_ENABLE="true", ROS_SECURITY_STRATEGY="Enforce",
                        ROS_SECURITY_KEYSTORE=str(self.keystore))
@@ -90,6 +97,12 @@ def apply(graph: Graph, context: Any) -> None:
     launch_ros creates that node on first use (a lifecycle transition) from the environment and the
     argv of its ROSAdapter; an adapter made here first, with the enclave in its argv, is the one used.
     """
+    if graph.static_peers and uses_localhost_only(os.environ.get("ROS_DISTRO", "")):
+        raise ValueError(f"launch argument static_peers: ROS 2 {os.environ['ROS_DISTRO']} has no static peers "
+                         "(Jazzy's ROS_STATIC_PEERS); use network:=subnet, or a Cyclone DDS peer list in CYCLONEDDS_URI")
+    if not uses_localhost_only(os.environ.get("ROS_DISTRO", "")):
+        # Deprecated since Iron; one the user's shell set would only add a warning to every node.
+        os.environ.pop("ROS_LOCALHOST_ONLY", None)
     os.environ.update(graph.environment())  # LaunchContext.environment is os.environ: nodes inherit it
     os.environ.pop("ROS_SECURITY_ENCLAVE_OVERRIDE", None)  # it would put every node in one enclave
     if graph.keystore is None or hasattr(context.locals, "ros_adapter"):

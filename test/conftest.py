@@ -10,7 +10,16 @@ os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 if os.environ.get("ROS_DISTRO") == "humble":
     os.environ.setdefault("ROS_LOCALHOST_ONLY", "1")
 
+import signal
+
 import pytest
+
+# A test run started as a script's background job (`bash .ci/run &`) inherits SIGINT ignored, and so would
+# every process a test starts: a Ctrl-C a test sends would then do nothing. A handler here (exec resets it to
+# the default in each child) makes every test's processes start as from a terminal, however pytest started.
+# Tests of the other start say so themselves (test/cli/cli_support.py: sigint_ignored).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # The ToolkitAPI cases live in a helper module: their failures show the values compared, as a test's do.
 pytest.register_assert_rewrite("toolkit_conformance")

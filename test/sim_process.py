@@ -1,4 +1,4 @@
-"""franky-sim in a subprocess (`python -m robots.franka.sim.simulator`), for tests that connect over real FCI
+"""franky-sim in a subprocess (`python -m robots.franka.sim`), for tests that connect over real FCI
 from outside the simulator's process or kill the simulator mid-motion."""
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def franka_sim_process(*hosts: str, ready_timeout_s: float = 60.0) -> Iterator[t
     The process is killed on exit, also when the test killed it already.
     """
     proc = subprocess.Popen(
-        [sys.executable, "-m", "robots.franka.sim.simulator", *(f"--host={host}" for host in hosts)],
+        [sys.executable, "-m", "robots.franka.sim", *(f"--host={host}" for host in hosts)],
         stdout=subprocess.PIPE, text=True,
     )
     try:

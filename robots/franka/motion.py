@@ -223,6 +223,7 @@ def _plan_again(ctx: ToolContext[FrankaRuntime], plans: Sequence[PlannedMotion],
         plan.arm.recover()
     again = [plan.replan() for plan in plans]
     check_clearance(ctx.robot, again)
+    ctx.robot.replans += 1
     note = f"{failure}; planning the same target again from where the arm stopped (checked anew)"
     log.warning("%s", note)
     ctx.report("replanning", note)

@@ -40,6 +40,9 @@ class FrankaRuntime:
     video_fps: float = 0.0
     # Per arm, the openpi policy run_policy drives it with (robots.franka.policy_loop); none without vla_endpoint.
     policies: dict[str, Any] = field(default_factory=dict)
+    # Motions planned again after franky's trajectory generator gave up (robots.franka.motion): a recovery
+    # for real arms under load, never needed in simulation, where the clock waits for the client.
+    replans: int = field(default=0, init=False)
     closed: bool = field(default=False, init=False)
 
     def arm(self, name: str | None = None) -> FrankyArm:
@@ -89,6 +92,10 @@ class FrankaRuntime:
         if self.closed:
             return
         self.closed = True
+        log.info("motions planned again after franky's trajectory generator gave up: %d", self.replans)
+        if self.sim is not None:
+            log.info("franky-sim: times a moving arm's client fell so far behind that the simulation ran on "
+                     "without it: %d", self.sim.clients_left_behind)
         for policy in self.policies.values():
             _quietly(policy.close)
         for cam in self.cameras:

@@ -149,7 +149,10 @@ def serve_session(args: argparse.Namespace, session: DashboardSession,
                              on_signal=lambda sig: _end_session(session, _interruption(sig)))
     code = EXIT_OK
     early: KeyboardInterrupt | None = None  # a signal before uvicorn took over Ctrl-C / SIGTERM
-    previous_term = signal.signal(signal.SIGTERM, _raise_terminated) if _main_thread() else None
+    # Ctrl-C is KeyboardInterrupt until uvicorn takes SIGINT over, also when the session was started with
+    # SIGINT ignored (a script's `cmd &`): the documented exit 130 does not depend on how it was started.
+    previous = {signal.SIGINT: signal.signal(signal.SIGINT, signal.default_int_handler),
+                signal.SIGTERM: signal.signal(signal.SIGTERM, _raise_terminated)} if _main_thread() else {}
     try:
         log.info("starting shared runtime components ...")
         session.start()
@@ -169,8 +172,8 @@ def serve_session(args: argparse.Namespace, session: DashboardSession,
         log.exception("the dashboard session failed")
         code = EXIT_FAILED
     finally:
-        if previous_term is not None:
-            signal.signal(signal.SIGTERM, previous_term)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         server.closing.set()
         if on_stopping is not None:
             on_stopping()

@@ -125,7 +125,10 @@ def _run_recorded(args: argparse.Namespace, spec: RobotSpec, robot: ModuleType, 
     runtime_kwargs: dict[str, Any] = {}
     task: TaskRun | None = None
     interrupted: BaseException | None = None
-    previous_term = signal.signal(signal.SIGTERM, _raise_interrupt) if _main_thread() else None
+    # SIGINT raises KeyboardInterrupt also when the run was started with it ignored (a script's `cmd &`,
+    # nohup, some supervisors: Python then installs no handler), as the documented exit 130 promises.
+    previous = {signal.SIGINT: signal.signal(signal.SIGINT, signal.default_int_handler),
+                signal.SIGTERM: signal.signal(signal.SIGTERM, _raise_interrupt)} if _main_thread() else {}
     try:
         log.info("starting runtime components ...")
         runtime_kwargs = spec.init_runtime(config, selection=None, events=events)
@@ -140,8 +143,8 @@ def _run_recorded(args: argparse.Namespace, spec: RobotSpec, robot: ModuleType, 
     except Exception:
         log.exception("starting the runtime failed")
     finally:
-        if previous_term is not None:
-            signal.signal(signal.SIGTERM, previous_term)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         try:
             spec.stop_runtime(runtime_kwargs)
         except Exception:

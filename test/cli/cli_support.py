@@ -34,8 +34,10 @@ class Running:
     def __init__(self, *args: str, cwd: Path = REPO, env: dict[str, str] | None = None,
                  sigint_ignored: bool = False, stdin: int | None = None) -> None:
         """`sigint_ignored`: start it as a script's background job is started (`cmd &` in a
-        non-interactive shell), with SIGINT ignored; it still gets a `kill -INT`."""
-        preexec = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint_ignored else None
+        non-interactive shell), with SIGINT ignored; it still gets a `kill -INT`. Otherwise SIGINT is at
+        its default, as from a terminal, however the test run itself was started."""
+        disposition = signal.SIG_IGN if sigint_ignored else signal.SIG_DFL
+        preexec = lambda: signal.signal(signal.SIGINT, disposition)  # noqa: E731
         self.proc = subprocess.Popen([sys.executable, "-m", "rpent", *args], cwd=cwd, env=env or rpent_env(),
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=stdin, text=True,
                                      preexec_fn=preexec)

@@ -19,15 +19,20 @@ from .cli_support import Running
 LONG_CALL = json.dumps({"tool": "observe", "arguments": {"duration_s": 10.0}}) + "\n"
 
 
-@pytest.mark.parametrize(("sig", "code", "reason"), [
-    (signal.SIGINT, 130, "interrupted (Ctrl-C)"),
-    (signal.SIGTERM, 143, "terminated (SIGTERM)"),
-])
-def test_run_interrupted_mid_call_exits_with_the_signal_code_and_records_it(tmp_path, sig, code, reason):
+SIGNALS = [(signal.SIGINT, 130, "interrupted (Ctrl-C)"), (signal.SIGTERM, 143, "terminated (SIGTERM)")]
+# Started from a terminal, or as a script's background job (`cmd &`: SIGINT inherited ignored).
+STARTED = pytest.mark.parametrize("sigint_ignored", [False, True], ids=["from_a_terminal", "from_a_script"])
+
+
+@STARTED
+@pytest.mark.parametrize(("sig", "code", "reason"), SIGNALS)
+def test_run_interrupted_mid_call_exits_with_the_signal_code_and_records_it(tmp_path, sig, code, reason,
+                                                                            sigint_ignored):
     recipe = tmp_path / "long.jsonl"
     recipe.write_text(LONG_CALL)
     out = tmp_path / "run"
-    run = Running("run", "--robot", "toy", "--planner", "replay", "--recipe", str(recipe), "--output-dir", str(out))
+    run = Running("run", "--robot", "toy", "--planner", "replay", "--recipe", str(recipe), "--output-dir", str(out),
+                  sigint_ignored=sigint_ignored)
     run.wait_for("planning with replay")
     assert run.signal_and_wait(sig) == code, run.output()
     result = json.loads((out / "result.json").read_text())
@@ -63,12 +68,11 @@ def test_a_dashboard_task_cancelled_by_ctrl_c_reads_cancelled_on_the_console_and
     assert line.endswith(step["error"])  # the console and the record say the same
 
 
-@pytest.mark.parametrize(("sig", "code", "reason"), [
-    (signal.SIGINT, 130, "interrupted (Ctrl-C)"),
-    (signal.SIGTERM, 143, "terminated (SIGTERM)"),
-])
-def test_dashboard_ended_by_a_signal_exits_with_its_code(tmp_path, sig, code, reason):
-    run = Running("run", "--robot", "toy", "--dashboard", "--port", "0", "--output-dir", str(tmp_path / "session"))
+@STARTED
+@pytest.mark.parametrize(("sig", "code", "reason"), SIGNALS)
+def test_dashboard_ended_by_a_signal_exits_with_its_code(tmp_path, sig, code, reason, sigint_ignored):
+    run = Running("run", "--robot", "toy", "--dashboard", "--port", "0", "--output-dir", str(tmp_path / "session"),
+                  sigint_ignored=sigint_ignored)
     url = run.wait_for("rpent dashboard: http://127.0.0.1:").split()[-1]
     with urllib.request.urlopen(url, timeout=30) as page:  # serving, not just started
         assert page.status == 200
@@ -76,10 +80,7 @@ def test_dashboard_ended_by_a_signal_exits_with_its_code(tmp_path, sig, code, re
     assert reason in run.output()
 
 
-SIGNALS = [(signal.SIGINT, 130, "interrupted (Ctrl-C)"), (signal.SIGTERM, 143, "terminated (SIGTERM)")]
-
-
-@pytest.mark.parametrize("sigint_ignored", [False, True], ids=["from_a_terminal", "from_a_script"])
+@STARTED
 @pytest.mark.parametrize(("sig", "code", "reason"), SIGNALS)
 def test_serve_mcp_over_http_exits_with_the_signal_code_and_says_which_signal(tmp_path, sig, code, reason,
                                                                               sigint_ignored):
@@ -92,7 +93,7 @@ def test_serve_mcp_over_http_exits_with_the_signal_code_and_says_which_signal(tm
     assert reason in (tmp_path / "mcp" / "run.log").read_text()
 
 
-@pytest.mark.parametrize("sigint_ignored", [False, True], ids=["from_a_terminal", "from_a_script"])
+@STARTED
 @pytest.mark.parametrize(("sig", "code", "reason"), SIGNALS)
 def test_serve_mcp_over_stdio_exits_with_the_signal_code(tmp_path, sig, code, reason, sigint_ignored):
     run = Running("serve-mcp", "--robot", "toy", "--output-dir", str(tmp_path / "mcp"), stdin=subprocess.PIPE,

@@ -25,7 +25,7 @@ from rpent.runtime.types import MotionOutcome
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
-CUT_AFTER_S = 0.4  # of motion before the stand-in failure: the arm is stopped partway
+CUT_AFTER_S = 0.25  # of motion on the robot's clock before the stand-in failure: the arm is stopped partway
 
 
 @pytest.fixture(scope="module")
@@ -36,25 +36,32 @@ def toolkit(sim_runtime: FrankaRuntime, tmp_path_factory) -> Iterator[FrankaTool
 
 
 @pytest.fixture
-def generator_fails(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    """`generator_fails(error, times)`: the next `times` motions stop partway and end with franky's
+def generator_fails(monkeypatch: pytest.MonkeyPatch, sim_runtime: FrankaRuntime) -> Iterator[Any]:
+    """`generator_fails(error, times)`: the next `times` motions stop partway, CUT_AFTER_S into the motion
+    on the simulator's clock (the same distance on a quiet machine and a busy one), and end with franky's
     `error`; returns the list of launches (one per motion sent to franky)."""
     launches: list[str] = []
+    launched_at_s: list[float] = []
     original_wait, original_launch = FrankyArm.wait, FrankyArm._launch
+    sim = sim_runtime.sim
+    assert sim is not None
 
     def arm(error: str, times: int) -> list[str]:
         left = [times]
 
         def launch(self: FrankyArm, motion: Any) -> None:
             launches.append(type(motion).__name__)
+            launched_at_s.append(sim.time_s)
             original_launch(self, motion)
 
         def wait(self: FrankyArm, timeout_s: float | None = None, cancel: Any = None) -> MotionOutcome:
             if left[0] == 0:
                 return original_wait(self, timeout_s, cancel)
             left[0] -= 1
-            cut = original_wait(self, CUT_AFTER_S)  # stops the arm where it is, as franky does
-            assert cut.timed_out, "the motion ended before the stand-in failure could cut it"
+            sim.wait_until(launched_at_s[-1] + CUT_AFTER_S)
+            self.stop()  # the arm stopped where it is, as franky stops it
+            cut = original_wait(self, 5.0)
+            assert cut.stopped and not cut.finished, "the motion ended before the stand-in failure could cut it"
             return self._ended_with(RuntimeError(error))
 
         monkeypatch.setattr(FrankyArm, "_launch", launch)

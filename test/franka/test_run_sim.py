@@ -20,15 +20,52 @@ ROOT = Path(__file__).resolve().parents[2]
 PICK = ROOT / "robots" / "franka" / "recipes" / "pick_cube.jsonl"
 
 
+BUSY_LOOP = "import time\nend = time.monotonic() + 600\nwhile time.monotonic() < end: pass"
+
+
+@pytest.fixture(scope="module")
+def picks_under_load(tmp_path_factory) -> list[tuple[Path, subprocess.CompletedProcess]]:
+    """The bundled pick, run twice at once beside two busy loops (four processes that want a core, on a
+    2-core machine): the simulator keeps time with its clients, so load makes a run slower, not different."""
+    base = tmp_path_factory.mktemp("picks")
+    busy = [subprocess.Popen([sys.executable, "-c", BUSY_LOOP]) for _ in range(2)]
+    try:
+        runs = [
+            subprocess.Popen(
+                [sys.executable, "-m", "rpent", "run", "--robot", "franka", "--sim", "--planner", "replay",
+                 "--recipe", str(PICK), "--output-dir", str(base / f"run{i}"), "--quiet",
+                 "--memory-dir", str(base / f"memory{i}")],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=base,
+            )
+            for i in range(2)
+        ]
+        done = []
+        for i, run in enumerate(runs):
+            stdout, stderr = run.communicate(timeout=400)
+            done.append((base / f"run{i}", subprocess.CompletedProcess(run.args, run.returncode, stdout, stderr)))
+        return done
+    finally:
+        for process in busy:
+            process.kill()
+            process.wait(10)
+
+
 @pytest.mark.slow
-@pytest.mark.timeout(300)
-def test_bundled_pick_recipe_lifts_the_cube_and_films_and_names_every_camera(tmp_path):
-    out = tmp_path / "run"
-    done = subprocess.run(
-        [sys.executable, "-m", "rpent", "run", "--robot", "franka", "--sim", "--planner", "replay", "--recipe", str(PICK),
-         "--output-dir", str(out), "--quiet", "--memory-dir", str(tmp_path / "memory")],
-        capture_output=True, text=True, timeout=280, cwd=tmp_path,
-    )
+@pytest.mark.timeout(500)
+def test_two_picks_beside_busy_loops_both_lift_the_cube_and_plan_no_motion_again(picks_under_load):
+    for out, done in picks_under_load:
+        assert done.returncode == 0, done.stderr
+        assert json.loads((out / "result.json").read_text())["solved"] is True
+        log = (out / "run.log").read_text()
+        assert "planning the same target again" not in log
+        assert "motions planned again after franky's trajectory generator gave up: 0" in log
+        assert "the simulation ran on without it: 0" in log
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(500)
+def test_bundled_pick_recipe_lifts_the_cube_and_films_and_names_every_camera(picks_under_load):
+    out, done = picks_under_load[0]
     assert done.returncode == 0, done.stderr
     result = json.loads((out / "result.json").read_text())
     assert result["status"] == "finished" and result["finish_status"] == "success"

@@ -1,6 +1,6 @@
 """franka_arm_node + franka_gripper_node give rviz what it needs to draw an FR3: a latched URDF and TF for every link.
 
-Runs the nodes against franky-sim in a subprocess (`python -m robots.franka.sim.simulator`, as test/franka does),
+Runs the nodes against franky-sim in a subprocess (`python -m robots.franka.sim`, as test/franka does),
 over DDS on loopback. Skipped where rclpy or the generated rpent interfaces cannot be imported (CI has
 no ROS 2; run these in a sourced ROS 2 Jazzy workspace where this package was built with colcon).
 """

@@ -47,6 +47,8 @@ class FrankaSimNode(RuntimeNode):
             Param("cloud_stride", 2, "point cloud keeps every n-th pixel in each direction (0: no cloud)", low=0, high=64),
             Param("sim_seed", None, "place the scene's objects at random for this seed (unset: the fixed scene)",
                   kind="int", low=0, high=2**31 - 1),
+            Param("lockstep", True, "while an arm moves, each physics step waits for its client's answer (the robot's "
+                  "clock keeps time with a late client); false: the wall clock, whatever the clients do"),
             Param("joint_record", "", "file the simulator appends its arms' true joint positions to, ten times a "
                   "second (JSON lines; '': none): what moved, whatever the ROS graph said"),
             safety_param(),
@@ -60,7 +62,7 @@ class FrankaSimNode(RuntimeNode):
             raise ConfigError(f"parameter hosts: {arms} arms need {arms} addresses, got {p['hosts']}")
         scene = sim_scene(arm_names, p["safety_file"], p["sim_seed"], p["camera_width"] / p["camera_height"])
         # Served (arms reachable) only once its cameras exist: see FrankaSim.build.
-        self.sim = FrankaSim(scene, hostnames=p["hosts"][:arms]).build()
+        self.sim = FrankaSim(scene, hostnames=p["hosts"][:arms], lockstep=p["lockstep"]).build()
         published = []
         for name in [c.name for c in scene.cameras] + [c.name for c in scene.wrist_cameras]:
             camera = MujocoCamera(self.sim, name, p["camera_width"], p["camera_height"], arm_names=arm_names)

@@ -2,10 +2,11 @@
 
 The simulator speaks the real libfranka protocol on 127.0.0.x, so the same franky code drives
 it and a real robot. Stepping runs in our own thread under a lock, so cameras and ground-truth
-readers see whole physics steps, never half-written ones.
+readers see whole physics steps, never half-written ones. While an arm moves, the simulation keeps
+time with that arm's client (robots.franka.sim.lockstep); idle, it keeps the wall clock.
 
 Run standalone (e.g. to test a client against a separate process):
-    python -m robots.franka.sim.simulator --arms 2
+    python -m robots.franka.sim --arms 2
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ import mujoco
 import numpy as np
 from franky_sim import SimulationServer
 from franky_sim.franka_gripper_protocol import GripperCommandStatus
-from franky_sim.franka_robot_server import FrankaRobotServer
 from franky_sim.franka_server import BaseCommand
 
+from robots.franka.sim.lockstep import LockstepRobotServer, wait_for_answers
 from robots.franka.sim.world import WorldPart, build_world, mujoco_camera_pose
 from rpent.runtime.arm import RuntimeFault
 
@@ -145,11 +146,14 @@ def default_hostnames() -> Iterator[str]:
 
 
 class _ServerOfStartedSimulation(SimulationServer):
-    """franky-sim's server for a simulation compiled beforehand (SimulationServer.init binds, then compiles)."""
+    """franky-sim's server for a simulation compiled beforehand (SimulationServer.init binds, then compiles),
+    with arm servers that keep lock-step with their clients."""
+
+    robot_servers: list[LockstepRobotServer]
 
     def init(self) -> None:
         for robot in self.sim.robots:
-            server = FrankaRobotServer(robot, self._remaining_hostname_candidates)
+            server = LockstepRobotServer(robot, self._remaining_hostname_candidates)
             server.init()
             self.robot_servers.append(server)
 
@@ -158,14 +162,20 @@ class FrankaSim:
     """Owns the MuJoCo world and the franky-sim servers; `hosts[i]` is arm i's FCI address."""
 
     def __init__(
-        self, scene: SimScene | None = None, hostnames: Iterable[str] | None = None, speed: float | None = 1.0
+        self, scene: SimScene | None = None, hostnames: Iterable[str] | None = None, speed: float | None = 1.0,
+        lockstep: bool = True,
     ) -> None:
         self.scene = scene or SimScene()
         self._hostnames = list(hostnames) if hostnames is not None else default_hostnames()
-        # Simulated seconds per wall-clock second (None: as fast as the CPU allows). A loaded machine
-        # runs the simulation slower than asked; settable while it runs.
+        # Simulated seconds per wall-clock second at most (None: as fast as the CPU allows). A loaded
+        # machine runs the simulation slower than asked; settable while it runs.
         self.speed = speed
+        # While an arm moves, each physics step waits for its client's answer to the last state (its
+        # clock is the robot's); False keeps the wall clock whatever the clients do (a bench that
+        # wants a real robot's indifference to a late client). Settable while it runs.
+        self.lockstep = lockstep
         self.lock = threading.Lock()
+        self._ticked = threading.Condition(self.lock)  # notified after each physics step
         self._sim: Any = None
         self._server: Any = None
         self._thread: threading.Thread | None = None
@@ -215,10 +225,28 @@ class FrankaSim:
 
     def _loop(self) -> None:
         next_tick = time.perf_counter()
+        servers = self._server.robot_servers
         try:
             while self._running:
                 with self.lock:
-                    self._server.run_once(realtime=False)
+                    for server in servers:
+                        server.process_commands()
+                # Lock-step: a moving arm's next step waits for its client's answer (lock released,
+                # so cameras and readers go on meanwhile).
+                while self._running and self.lockstep:
+                    now = time.perf_counter()
+                    late = [server for server in servers if server.awaits_answer(now)]
+                    if not late:
+                        break
+                    wait_for_answers(late)
+                    with self.lock:
+                        for server in servers:
+                            server.process_commands()
+                with self.lock:
+                    self._sim.step()
+                    for server in servers:
+                        server.send_state()
+                    self._ticked.notify_all()
                 speed = self.speed
                 if speed:
                     next_tick += 0.001 / speed
@@ -243,6 +271,25 @@ class FrankaSim:
     def time_s(self) -> float:
         with self.lock:
             return float(self._sim.data.time)
+
+    def wait_until(self, time_s: float, wall_timeout_s: float = 30.0) -> float:
+        """Block until the simulated clock reaches `time_s` (judging on the robot's clock, not the wall's);
+        returns the simulated time then. TimeoutError when the simulation stalls for `wall_timeout_s`."""
+        deadline = time.monotonic() + wall_timeout_s
+        with self._ticked:
+            while self._sim.data.time < time_s:
+                left = deadline - time.monotonic()
+                if left <= 0 or self.fault is not None or not self._running:
+                    raise TimeoutError(f"the simulation did not reach t={time_s:.3f} s (it is at "
+                                       f"{self._sim.data.time:.3f} s){'' if self.fault is None else f': {self.fault!r}'}")
+                self._ticked.wait(min(left, 0.1))
+            return float(self._sim.data.time)
+
+    @property
+    def clients_left_behind(self) -> int:
+        """How often a moving arm's client answered nothing for robots.franka.sim.lockstep.PATIENCE_S and
+        the simulation ran on without it (0 in a healthy run)."""
+        return sum(server.left_behind for server in self._server.robot_servers) if self._server is not None else 0
 
     def body_position(self, name: str) -> np.ndarray:
         """World position [m] of a body (e.g. "cube"), read between physics steps."""
@@ -328,23 +375,34 @@ def scene_model(scene: SimScene | None = None) -> tuple[Any, Any]:
     return built.model, built.data
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Run franky-sim with the RPent table scene.")
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m robots.franka.sim",
+        description="Run franky-sim with the RPent table scene; prints 'READY <host>...' once the arms are served "
+                    "and runs until SIGINT or SIGTERM.")
     parser.add_argument("--arms", type=int, choices=(1, 2), default=1)
     parser.add_argument("--host", action="append", default=[], help="loopback address to bind (repeatable)")
+    parser.add_argument("--wall-clock", action="store_true",
+                        help="keep the wall clock during motions too, whether or not the clients keep up "
+                             "(default: a moving arm's simulation waits for its client, robots.franka.sim.lockstep)")
     args = parser.parse_args(argv)
     scene = SimScene() if args.arms == 1 else SimScene.dual()
-    sim = FrankaSim(scene, hostnames=args.host or None).start()
+    try:
+        sim = FrankaSim(scene, hostnames=args.host or None, lockstep=not args.wall_clock).start()
+    except RuntimeFault as exc:
+        print(f"franky-sim: {exc}", file=sys.stderr)
+        return 1
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    # Both signals end it the same way, also when it was started with SIGINT ignored (a script's `cmd &`).
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
     print("READY " + " ".join(sim.hosts), flush=True)
     try:
         stop.wait()
-    except KeyboardInterrupt:
-        pass
     finally:
         sim.close()
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -26,7 +26,7 @@ from rpent.rpc.facade import RpcFacade
 from rpent.rpc.transport.endpoint import Endpoint, as_endpoint, endpoint_arg
 from rpent.rpc.transport.http_server import HttpRpcServer
 from rpent.rpc.transport.limits import ServerLimits
-from rpent.rpc.transport.server_base import RpcServer
+from rpent.rpc.transport.server_base import RpcServer, UntrustedBindError
 from rpent.rpc.transport.socket_server import SocketRpcServer
 
 # The supervisor reads this line to learn the bound port when it asked for port 0.
@@ -172,6 +172,10 @@ def main(
             allow_remote=args.allow_remote,
             limits=limits_from_args(args),
         )
+    except UntrustedBindError as exc:  # the operator's choice of address: one line, no traceback
+        facade.close()
+        print(f"rpc server: {exc}", file=sys.stderr, flush=True)
+        return 2
     except Exception:
         facade.close()
         raise

@@ -1,0 +1,106 @@
+"""Lock-step: while a motion runs, the simulated robot's clock waits for its client.
+
+A real FR3 sends its state every millisecond and expects the answer within that millisecond; a late
+client is the client's problem (franky extrapolates, Ruckig may give up with -111, the robot reflexes).
+On a busy test machine the franky client is late often, so a simulator that keeps the wall clock
+turns machine load into different results. Here, while an arm is in a motion, the next physics step
+waits until that arm's client has answered the last state it was sent, so every control step the
+client sees is exactly 1 ms of robot time later than the one before, however slow the machine is.
+Idle arms (no motion) impose nothing: the simulation then keeps the wall clock (FrankaSim.speed).
+
+A client that answers nothing for `patience_s` of wall time (frozen, killed without closing its
+connection) is left behind: the simulation runs on for the other arms and the robot's own hold
+controller, as a real arm would not wait either, and waits for it again once it answers.
+"""
+
+from __future__ import annotations
+
+import logging
+import select
+import socket
+import struct
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from franky_sim.franka_robot_server import FrankaRobotServer
+
+log = logging.getLogger(__name__)
+
+# Wall-clock seconds a moving arm's client may take to answer one state before the simulation runs on
+# without it. Far above any scheduling delay of a loaded machine (tens of ms), far below what a
+# frozen client costs the other arm's motion.
+PATIENCE_S = 0.5
+# How long one wait for a late client's answer blocks before it looks again (also at `running`).
+_POLL_S = 0.005
+_MESSAGE_ID = struct.Struct("<Q")  # every libfranka UDP command starts with the id of the state it answers
+
+
+class LockstepRobotServer(FrankaRobotServer):
+    """franky-sim's FCI server for one arm that knows which state its client answered last."""
+
+    def __init__(self, robot: Any, hostname_candidates: Iterable[str]) -> None:
+        self.answered_id = -1  # before super(): init() resets the connection state through _reset_state
+        self._awaited_since: float | None = None
+        self._awaited_answer = -1
+        self._given_up = False
+        self._motion_id = 0
+        self._motion_first_state = 0
+        self.left_behind = 0  # waits given up on (the client answered nothing for PATIENCE_S)
+        super().__init__(robot, hostname_candidates)
+
+    # --- franky-sim hooks ----------------------------------------------------------------------
+    def _handle_udp_command(self, command_data: bytes) -> None:
+        self.answered_id = max(self.answered_id, _MESSAGE_ID.unpack_from(command_data)[0])
+        super()._handle_udp_command(command_data)
+
+    def _reset_state(self) -> None:  # a new client: nothing answered yet
+        super()._reset_state()
+        self.answered_id, self._motion_id = -1, 0
+        self._awaited_since = None
+
+    # --- the clock -----------------------------------------------------------------------------
+    @property
+    def _last_sent_id(self) -> int:
+        return self._FrankaServer__message_id - 1  # franky-sim numbers states from 0, counting up after each send
+
+    def awaits_answer(self, now: float, patience_s: float = PATIENCE_S) -> bool:
+        """True while this arm is in a motion and its client has not answered the last state yet."""
+        if not self.current_motion_id or not self.udp_connected:
+            self._awaited_since = None
+            return False
+        if self.current_motion_id != self._motion_id:  # a new motion: its states are numbered from the next one
+            self._motion_id, self._motion_first_state = self.current_motion_id, self._last_sent_id + 1
+        # libfranka answers no state before its control loop runs: it first waits for a state that shows the
+        # motion started, then for one more. Waiting before its first answer would hold both sides forever.
+        if self.answered_id < self._motion_first_state or self.answered_id >= self._last_sent_id:
+            self._awaited_since = None
+            return False
+        if self._awaited_since is None or self._awaited_answer != self.answered_id:
+            self._awaited_since, self._awaited_answer, self._given_up = now, self.answered_id, False
+            return True
+        if self._given_up:
+            return False
+        if now - self._awaited_since <= patience_s:
+            return True
+        self._given_up = True  # until the client answers (that changes answered_id)
+        self.left_behind += 1
+        log.warning("franky-sim arm at %s: its client answered no state for %.1f s; the simulation runs on "
+                    "without waiting for it until it answers again", self.hostname, patience_s)
+        return False
+
+    def sockets(self) -> list[socket.socket]:
+        """What the client's next answer or command arrives on (UDP commands, TCP requests such as a stop)."""
+        return [s for s in (self._FrankaServer__udp_socket, self._FrankaServer__tcp_socket) if s is not None]
+
+
+def wait_for_answers(late: Sequence[LockstepRobotServer], timeout_s: float = _POLL_S) -> None:
+    """Block (without the GIL) until one of the late clients sent something, or `timeout_s` passed."""
+    sockets = [s for server in late for s in server.sockets()]
+    if not sockets:
+        time.sleep(timeout_s)
+        return
+    try:
+        select.select(sockets, [], [], timeout_s)
+    except (OSError, ValueError):  # a socket closed meanwhile: the next round sees the disconnect
+        pass
