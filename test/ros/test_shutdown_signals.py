@@ -14,10 +14,10 @@ HANGING = textwrap.dedent("""
     from rpent_ros.signals import shield_shutdown
 
     def waiting_for_the_arm():
+        print("stopping", flush=True)  # from in here, so the stack names this function whenever SIGTERM comes
         threading.Event().wait()
 
     shield_shutdown()
-    print("stopping", flush=True)
     waiting_for_the_arm()
 """)
 
