@@ -160,7 +160,7 @@ def wall_time_stops_a_long_motion(model_server: FakeModelServer, tmp_path: Path,
     model_server.script(Reply([robot("move_to", x_m=0.0, y_m=0.3, z_m=0.2)]))
     model_server.when_exhausted = Reply([Text("Stopped.")])
     try:
-        result = solve(model_server, toolkit, max_wall_time_s=20)
+        result = solve(model_server, toolkit, max_wall_time_s=8)
         assert result.status is PlannerStatus.TIME_LIMIT and "max_wall_time_s" in result.stop_reason
         # Whether or not the CLI got to start the motion in time, the arm is not moving any more.
         assert toolkit.robot.stops == 1 or not toolkit.robot.moving.is_set()

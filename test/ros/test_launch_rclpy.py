@@ -110,6 +110,8 @@ def test_dual_franka_launch_with_sim_serves_both_arms(tmp_path):
         text = log.read_text()
         started = text.count("process started with pid")
         assert started >= 7 and "process has died" not in text and text.count("process has finished cleanly") == started
+        # Every node was gone within launch's 5 s of SIGINT: launch never had to escalate.
+        assert "sending signal 'SIGTERM'" not in text and "sending signal 'SIGKILL'" not in text
     finally:
         executor.shutdown()
         node.destroy_node()
