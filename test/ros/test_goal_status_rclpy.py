@@ -62,6 +62,11 @@ class PlainClient:
         self.node = Node("plain_status_client")
         self.client = ActionClient(self.node, CallTool, action)
         assert self.client.wait_for_server(timeout_sec=30), f"{action} did not appear"
+        # wait_for_server sees the goal service only. Feedback is a volatile topic: what the server publishes
+        # before this node has discovered its feedback publisher is lost to it (on a loaded machine that
+        # took over 1.5 s: a queued goal's every 'queued' went by unseen), so wait for that publisher too.
+        feedback = f"{action}/_action/feedback"
+        wait_until(lambda: self.node.count_publishers(feedback) > 0, 30, f"the publisher of {feedback}")
         self.executor = SingleThreadedExecutor()
         self.executor.add_node(self.node)
         self.seen: dict[str, list[tuple[str, str]]] = {}  # label -> [(feedback stage, status then)]
