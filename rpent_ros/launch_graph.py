@@ -97,13 +97,14 @@ def apply(graph: Graph, context: Any) -> None:
     launch_ros creates that node on first use (a lifecycle transition) from the environment and the
     argv of its ROSAdapter; an adapter made here first, with the enclave in its argv, is the one used.
     """
-    if graph.static_peers and uses_localhost_only(os.environ.get("ROS_DISTRO", "")):
-        raise ValueError(f"launch argument static_peers: ROS 2 {os.environ['ROS_DISTRO']} has no static peers "
+    distro = os.environ.get("ROS_DISTRO", "")
+    if graph.static_peers and uses_localhost_only(distro):
+        raise ValueError(f"launch argument static_peers: ROS 2 {distro} has no static peers "
                          "(Jazzy's ROS_STATIC_PEERS); use network:=subnet, or a Cyclone DDS peer list in CYCLONEDDS_URI")
-    if not uses_localhost_only(os.environ.get("ROS_DISTRO", "")):
+    if not uses_localhost_only(distro):
         # Deprecated since Iron; one the user's shell set would only add a warning to every node.
         os.environ.pop("ROS_LOCALHOST_ONLY", None)
-    os.environ.update(graph.environment())  # LaunchContext.environment is os.environ: nodes inherit it
+    os.environ.update(graph.environment(distro))  # LaunchContext.environment is os.environ: nodes inherit it
     os.environ.pop("ROS_SECURITY_ENCLAVE_OVERRIDE", None)  # it would put every node in one enclave
     if graph.keystore is None or hasattr(context.locals, "ros_adapter"):
         return

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -20,11 +19,7 @@ from robots.franka.runtime import FrankaRuntime, build_runtime  # noqa: E402
 def wait_sim_time(runtime: FrankaRuntime, seconds: float, wall_timeout_s: float = 30.0) -> None:
     """Let `seconds` of simulated time pass (the sim may run slower than real time)."""
     assert runtime.sim is not None
-    end = runtime.sim.time_s + seconds
-    deadline = time.monotonic() + wall_timeout_s
-    while runtime.sim.time_s < end:
-        assert time.monotonic() < deadline, "simulator stalled"
-        time.sleep(0.01)
+    runtime.sim.wait_until(runtime.sim.time_s + seconds, wall_timeout_s)
 
 
 @pytest.fixture
