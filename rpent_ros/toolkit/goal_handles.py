@@ -8,8 +8,9 @@ client learns of an ACCEPTED goal only from the next state change of some goal. 
 goals therefore take these steps here, where the execute coroutine runs only once the call ended
 and has nothing to wait for:
 
-- `announce` a moment after acceptance (goals.ANNOUNCE_AFTER_S): the status list goes out
-  with the goal in it, ACCEPTED while it is queued;
+- `announce` a moment after acceptance (goals.ANNOUNCE_AFTER_S), and again every
+  goals.STATUS_AGAIN_S while it is unfinished (a client drops a status that comes before it handled
+  the goal's response): the status list goes out with the goal in it, ACCEPTED while it is queued;
 - `start` when its call runs: EXECUTING, with no coroutine scheduled;
 - `deliver` when its call ended: the execute coroutine is scheduled and sends the result.
 
@@ -29,9 +30,14 @@ def announce(handle: ServerGoalHandle) -> None:
     handle._action_server._handle.publish_status()
 
 
+def server_key(handle: ServerGoalHandle) -> int:
+    """The same for every goal of one action server."""
+    return id(handle._action_server)
+
+
 def announce_each_server(handles: list[ServerGoalHandle]) -> None:
     """One status message from each server that holds one of `handles`."""
-    for handle in {id(h._action_server): h for h in handles}.values():
+    for handle in {server_key(h): h for h in handles}.values():
         announce(handle)
 
 

@@ -49,6 +49,12 @@ STATUS_LEAD_S = 0.05
 # this long first spares the calls that end at once (most reads) a status message of their own: each
 # lists every goal the server keeps (goal_qos.RESULT_KEEP_S), so it is not free.
 ANNOUNCE_AFTER_S = STATUS_LEAD_S
+# Then the status list of a server with unfinished goals goes out again every STATUS_AGAIN_S: rclpy's
+# ActionClient drops a status message that arrives before it handled the goal's response (ros2/rclcpp#2782,
+# rclpy alike), and none comes again until some goal's state changes. A client slower than
+# ANNOUNCE_AFTER_S (a loaded machine) would read UNKNOWN for a whole motion, and ros2 send_goal's Ctrl-C
+# would do nothing (a CI run saw it). One message per server, whatever the number of goals.
+STATUS_AGAIN_S = 0.5
 TICK_HZ = 20.0  # sends what waited for STATUS_LEAD_S; running goals repeat their feedback at FEEDBACK_HZ
 # A queued goal says "queued" again QUEUED_AGAIN_S later if it still waits: a client drops feedback that
 # comes before it handled the goal's response (several goals sent at once, a loaded machine), and the
@@ -284,12 +290,13 @@ class ToolkitGoals:
         goal.sent_at, goal.pending = now, False
 
     def _tick(self) -> None:
-        """Send the status of goals accepted ANNOUNCE_AFTER_S ago, then the stage changes that had to wait,
+        """Send the status of goals accepted ANNOUNCE_AFTER_S ago (and again every STATUS_AGAIN_S), then the
+        stage changes that had to wait,
         the feedback of every running call at FEEDBACK_HZ, and "queued" for calls still waiting (QUEUED_SAYS)."""
         now = time.monotonic()
         with self._lock:
             goals = [g for g in self._goals.values() if g.result is None]
-        self._announce([g for g in goals if not g.confirmed and now - g.accepted_at >= ANNOUNCE_AFTER_S], now)
+        self._announce(goals, now)
         repeat = 1.0 / FEEDBACK_HZ
         due = [g for g in goals if g.may_send(now) and (
             (g.running_since is not None and (g.pending or now - g.sent_at >= repeat))
@@ -310,9 +317,19 @@ class ToolkitGoals:
 
     @staticmethod
     def _announce(goals: list[_Goal], now: float) -> None:
-        """One status message per server for all of `goals` (each lists every goal of its server)."""
-        goal_handles.announce_each_server([goal.handle for goal in goals])
-        for goal in goals:
+        """The status list of each server that has one of the unfinished `goals` due, one message per server:
+        a goal is due ANNOUNCE_AFTER_S after its acceptance, then STATUS_AGAIN_S after its status last went out.
+        Every goal of such a server is in its message, so each counts as announced now."""
+        def due(goal: _Goal) -> bool:
+            return now - (goal.status_at if goal.confirmed else goal.accepted_at) >= (
+                STATUS_AGAIN_S if goal.confirmed else ANNOUNCE_AFTER_S)
+
+        servers = {goal_handles.server_key(goal.handle) for goal in goals if due(goal)}
+        if not servers:
+            return
+        listed = [goal for goal in goals if goal_handles.server_key(goal.handle) in servers]
+        goal_handles.announce_each_server([goal.handle for goal in listed])
+        for goal in listed:
             with goal.lock:
                 goal.confirmed, goal.status_at = True, now
 
