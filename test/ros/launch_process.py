@@ -98,6 +98,37 @@ class JointRecord:
             return []
         return [json.loads(line) for line in self.path.read_text().splitlines() if line.strip()]
 
+    # At rest: no joint faster than REST_RAD_S over any WINDOW_S (a motion at speed factor 0.05 moves its
+    # fastest joint at about 3e-3 rad/s; franky-sim's PD hold settles below 1e-3 within a second).
+    REST_RAD_S, WINDOW_S = 1e-3, 0.25
+
+    def rest_after(self, arm: str, pressed: float) -> tuple[float, float] | None:
+        """(robot seconds, wall seconds) from the wall-clock moment `pressed` until `arm` is at rest, judged on
+        the simulator's own clock (wall time `t`, simulated time `sim_s`): from then on, for at least 0.5 robot
+        seconds, no joint moves faster than REST_RAD_S over any WINDOW_S. None until it has come to rest.
+
+        The robot's clock, because franky-sim runs below real time here (two simulated arms need about 1.4
+        cores at real time: FACTS.md), so a stop and the arm's deceleration take longer on the wall clock
+        than on the robot's; on a real arm the two clocks are one."""
+        samples = [(r["t"], r["sim_s"], r["arms"][arm]) for r in self.lines()]
+        before = [s for s in samples if s[0] <= pressed]
+        after = [s for s in samples if s[0] > pressed]
+        if not before or not after:
+            return None
+        (t0, sim0, _), (t1, sim1, _) = before[-1], after[0]
+        pressed_sim = sim0 + (sim1 - sim0) * (pressed - t0) / (t1 - t0)
+        window, rest = self.WINDOW_S, self.REST_RAD_S
+        slow = []
+        for t, sim, q in samples:
+            earlier = [(s, p) for _, s, p in samples if sim - 2 * window <= s <= sim - window]
+            if earlier:
+                s, p = earlier[-1]
+                slow.append((t, sim, max(abs(a - b) for a, b in zip(q, p, strict=True)) / (sim - s) < rest))
+        for i, (t, sim, _) in enumerate(slow):
+            if sim >= pressed_sim and slow[-1][1] - sim >= 0.5 and all(ok for *_, ok in slow[i:]):
+                return sim - pressed_sim, t - pressed
+        return None
+
     def largest_change(self, since: float) -> float:
         """The largest joint change (rad) of any arm between the first record at or after `since` and any later one."""
         records = [r for r in self.lines() if r["t"] >= since]

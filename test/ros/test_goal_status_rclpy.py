@@ -36,6 +36,7 @@ from rpent.record.steps import read_steps  # noqa: E402
 from rpent_ros.toolkit.toolkit_node import ToolkitNode  # noqa: E402
 
 from .goals import wait_until  # noqa: E402
+from .launch_process import JointRecord  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(240)]
 FAR = {"x_m": 0.55, "y_m": 0.55}  # 0.37 m from the toy gripper's start: seconds at speed 0.05
@@ -288,9 +289,7 @@ def test_ctrl_c_on_the_stock_send_goal_drops_a_queued_goal(ros, tmp_path):
 class JointStates:
     """/joint_states of the left arm: (the state's own stamp, the time it was measured, positions)."""
 
-    # At rest: no joint faster than this, over any 0.25 s. The test's motion (speed factor 0.05) moves
-    # its fastest joint at about 3e-3 rad/s; franky-sim's PD hold settles below 1e-3 within a second.
-    REST_RAD_S, WINDOW_S = 1e-3, 0.25
+    REST_RAD_S, WINDOW_S = JointRecord.REST_RAD_S, JointRecord.WINDOW_S  # at rest as in the simulator's record
 
     def __init__(self, node: Node) -> None:
         from sensor_msgs.msg import JointState
@@ -327,41 +326,12 @@ class JointStates:
         return None
 
 
-def robot_clock_rest(lines: list[dict], arm: str, pressed: float) -> tuple[float, float] | None:
-    """(robot seconds, wall seconds) from the wall-clock moment `pressed` until `arm` is at rest, judged on the
-    simulator's own clock (franka_sim_node's joint record: wall time `t`, simulated time `sim_s`, the joints):
-    from then on, for at least 0.5 robot seconds, no joint moves faster than JointStates.REST_RAD_S over any
-    JointStates.WINDOW_S. None until the arm has come to rest after `pressed`.
-
-    The robot's clock, because franky-sim runs below real time here (two simulated arms need about 1.4 cores
-    at real time: FACTS.md), so a stop and the arm's deceleration take longer on the wall clock than on the
-    robot's; on a real arm the two clocks are one."""
-    samples = [(r["t"], r["sim_s"], r["arms"][arm]) for r in lines]
-    before = [s for s in samples if s[0] <= pressed]
-    after = [s for s in samples if s[0] > pressed]
-    if not before or not after:
-        return None
-    (t0, sim0, _), (t1, sim1, _) = before[-1], after[0]
-    pressed_sim = sim0 + (sim1 - sim0) * (pressed - t0) / (t1 - t0)
-    window, rest = JointStates.WINDOW_S, JointStates.REST_RAD_S
-    slow = []
-    for t, sim, q in samples:
-        earlier = [(s, p) for _, s, p in samples if sim - 2 * window <= s <= sim - window]
-        if earlier:
-            s, p = earlier[-1]
-            slow.append((t, sim, max(abs(a - b) for a, b in zip(q, p, strict=True)) / (sim - s) < rest))
-    for i, (t, sim, _) in enumerate(slow):
-        if sim >= pressed_sim and slow[-1][1] - sim >= 0.5 and all(ok for *_, ok in slow[i:]):
-            return sim - pressed_sim, t - pressed
-    return None
-
-
 @pytest.mark.skipif(shutil.which("ros2") is None, reason="the ros2 command is not on PATH")
 @pytest.mark.timeout(420)
 def test_ctrl_c_on_the_stock_send_goal_stops_an_arm_of_the_dual_franka_launch(ros, tmp_path):
     from sim_process import free_sim_hosts
 
-    from .launch_process import JointRecord, Launch, environment
+    from .launch_process import Launch, environment
 
     record = JointRecord(tmp_path / "joints.jsonl")
     launch = Launch("dual_franka.launch.py", "use_sim:=true", f"sim_hosts:={','.join(free_sim_hosts(205, 214, 2))}",
@@ -384,9 +354,9 @@ def test_ctrl_c_on_the_stock_send_goal_stops_an_arm_of_the_dual_franka_launch(ro
         # What rviz and `ros2 topic echo /joint_states` show: the arm comes to rest.
         wait_until(lambda: joints.at_rest_since(pressed) is not None, 30, "the left arm at rest on /joint_states")
         # Within 1 s of the Ctrl-C on the robot's own clock (the wall figure is in the message).
-        wait_until(lambda: robot_clock_rest(record.lines(), "left", pressed) is not None, 30,
+        wait_until(lambda: record.rest_after("left", pressed) is not None, 30,
                    "the left arm at rest in the simulator's joint record")
-        robot_s, wall_s = robot_clock_rest(record.lines(), "left", pressed)
+        robot_s, wall_s = record.rest_after("left", pressed)
         print(f"\nat rest {robot_s:.2f} s after the Ctrl-C on the robot's clock ({wall_s:.2f} s wall)")
         assert robot_s < 1.0, f"at rest {robot_s:.2f} s after the Ctrl-C on the robot's clock ({wall_s:.2f} s wall)"
         steps = read_steps(tmp_path / "run" / "steps.jsonl")
