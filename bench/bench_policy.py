@@ -1,14 +1,16 @@
 """What run_policy's loop costs and how well the arm follows it, on franky-sim with a scripted openpi server.
 
 Prints, in process (`--runtime-mode inprocess`, the default):
-- per-step check (envelope target and path, velocity, acceleration) in ms, against the 1 ms aim;
+- per-step shaping and check (velocity limits, envelope target and the path to rest) in ms, against the 1 ms aim;
 - observation build (two camera renders, resize with padding, joints, gripper) in ms;
 - inference round trip against the same scripted server: our client (rpent.rpc.transport.vla_openpi) vs bare
   openpi-client's WebsocketClientPolicy, and their ratio (aim <= 1.1);
 - control period deviation from 66.7 ms within chunks (p50, p99; aim p99 <= 5 ms), on the robot's clock
   (franky's state time, which the steps keep) and on this machine's, and the ratio of the two clocks;
 - tracking: joint velocity motions vs replaced asynchronous joint motions, the mean and largest gap between
-  each step's target and the measured joints one period later.
+  each step's target and the measured joints one period later;
+- a checkpoint-sized policy (0.4 units, 1.2 rad/s, on joints 1 and 4, reversing each chunk): the share of
+  its steps shaped down to the velocity cap, and the smallest scale.
 
 With `--runtime-mode ros` (ROS 2 sourced, the rpent package built): the same figures of one run_policy call
 through `ros2 launch rpent dual_franka.launch.py use_sim:=true vla_endpoint:=...` and the stock
@@ -43,10 +45,10 @@ from fakes.droid_policies import droid_chunk
 from fakes.openpi_server import ScriptedPolicyServer
 from sim_process import free_sim_hosts
 
-from robots.franka import droid, joint_steps
 from robots.franka.config import FrankaConfig
+from robots.franka.policy import droid, stream
+from robots.franka.policy.step_safety import check_step, shape_step
 from robots.franka.runtime import build_runtime
-from robots.franka.step_check import check_step
 
 PERIOD_S = 1 / 15
 
@@ -87,9 +89,10 @@ def in_process(args: argparse.Namespace) -> None:
             checks = []
             for _ in range(args.trials):
                 start = time.perf_counter()
-                check_step(arm.envelope, q, dq, q + 0.02, PERIOD_S, 0, (), arm.stopping_rad_s2)
+                step = shape_step(arm.envelope, q, q + 0.02, PERIOD_S)
+                check_step(arm.envelope, q, dq, step, PERIOD_S, 0, (), arm.step_brake)
                 checks.append(time.perf_counter() - start)
-            print(f"{'per-step check':<40} {ms(checks)}   (aim <= 1 ms)")
+            print(f"{'per-step shaping and check':<40} {ms(checks)}   (aim <= 1 ms)")
             observe = []
             for _ in range(max(5, args.trials // 20)):
                 start = time.perf_counter()
@@ -108,7 +111,7 @@ def in_process(args: argparse.Namespace) -> None:
                 done = 0
                 while done < args.steps:
                     actions = [sine(done + k) for k in range(8)]
-                    report = joint_steps.run(arm, actions, motion=motion, first_step=done)
+                    report = stream.run(arm, actions, motion=motion, first_step=done)
                     assert report["stopped"] is None, report
                     done += report["steps"]
                     robot += [abs(b - a - PERIOD_S) for a, b in itertools.pairwise(report["step_clock_s"])]
@@ -121,6 +124,18 @@ def in_process(args: argparse.Namespace) -> None:
                       f"max {np.max(tracking):.4f} rad")
                 arm.start_joints([runtime.arm_configs["arm"].home_joints_rad], 0.3)
                 arm.wait(timeout_s=30)
+            scales: list[float] = []
+            for chunk in range(6):
+                sign = 1.0 if chunk % 2 == 0 else -1.0
+                report = stream.run(arm, [[0.4 * sign, 0.0, 0.0, -0.4 * sign, 0.0, 0.0, 0.0]] * 8, first_step=8 * chunk)
+                assert report["stopped"] is None, report
+                scales += report["scale"]
+                arm.wait(timeout_s=5)
+            scaled = [v for v in scales if v < 1.0]
+            print(f"{'checkpoint-sized policy (0.4 units)':<40} {len(scaled)} of {len(scales)} steps shaped "
+                  f"({100 * len(scaled) / len(scales):.0f}%), smallest scale {min(scales):.3f}")
+            arm.start_joints([runtime.arm_configs["arm"].home_joints_rad], 0.3)
+            arm.wait(timeout_s=30)
         finally:
             runtime.close()
 
@@ -163,6 +178,8 @@ def under_ros(args: argparse.Namespace) -> None:
               f"robot clock / this machine's {control['clock_rate']})")
         print(f"{'tracking error':<40} mean {control['mean_tracking_error_rad']:.4f} rad   "
               f"max {control['max_tracking_error_rad']:.4f} rad")
+        print(f"{'steps shaped to a velocity limit':<40} {control.get('scaled_steps', 0)} of {result['steps']}, "
+              f"smallest scale {control.get('smallest_scale')}")
         ours = [i["latency_ms"] / 1000 for i in log]
         ratio = statistics.median(ours) / statistics.median(bare)
         print(f"{'inference round trip, vla_client_node':<40} {ms(ours)}")

@@ -31,8 +31,8 @@ from rpent_ros.runtime.launch_actions import cameras_node_of, robot_runtime_node
 ARGUMENTS = [
     ("use_sim", "false", "true: start franky-sim with two arms on sim_hosts and simulated cameras"),
     ("sim_hosts", "127.0.0.1,127.0.0.2", "with use_sim: the loopback addresses franky-sim binds for the left and right arm"),
-    ("sim_joint_record", "", "with use_sim: a file franky-sim appends both arms' true joint positions to, 10 times a "
-                             "second (JSON lines): what moved, whatever the ROS graph says"),
+    ("sim_joint_record", "", "with use_sim: a file franky-sim appends both arms' true joint positions and "
+                             "velocities to, 50 times a second (JSON lines): what moved, whatever the ROS graph says"),
     SIM_SEED_ARGUMENT,
     RUNTIME_STATE_ARGUMENT,
     ("config", "", "deployment YAML: arms (FCI hosts), cameras, safety file; the arm, gripper and camera nodes are the "

@@ -10,7 +10,7 @@ import numpy as np
 
 def rest_after_bare_stop(host: str, joint: int, speed_rad_s: float, timeout_s: float = 60.0) -> float:
     """Robot-clock seconds from robot.stop() to rest, of an arm at `host` (franky-sim started here)
-    turning joint `joint` (0-based) at `speed_rad_s`; judged at rest as robots.franka.joint_steps does."""
+    turning joint `joint` (0-based) at `speed_rad_s`; judged at rest as robots.franka.policy.stream does."""
     import franky
 
     from robots.franka.hardware.franky_arm import at_rest

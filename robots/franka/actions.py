@@ -28,8 +28,8 @@ from robots.franka.motion import (
     run_gripper,
     target_pose,
 )
+from robots.franka.policy.step_safety import KeepClear
 from robots.franka.runtime import FrankaRuntime
-from robots.franka.step_check import KeepClear
 from rpent.runtime.camera import capture_frame
 from rpent.tools import ToolContext, ToolResult
 from rpent.tools.images import encode_png
@@ -228,7 +228,7 @@ _POLICY_FAILURES = ("refused", "policy_error", "reflex", "fault")
 
 def run_policy(ctx: Ctx, arm_name: str | None, instruction: str, max_steps: int, stop_when: Sequence[str],
                max_duration_s: float) -> ToolResult:
-    """Let the arm's VLA policy drive it (robots.franka.policy_loop), approved once for the whole run."""
+    """Let the arm's VLA policy drive it (robots.franka.policy.loop), approved once for the whole run."""
     runtime = ctx.robot
     arm = runtime.arm(arm_name)
     policy = runtime.policy(arm.name)

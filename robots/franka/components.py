@@ -5,7 +5,7 @@ The node executables named here are the Franka's own (robots/franka/ros/scripts)
 Arms and grippers each get a node; cameras come from the deployment YAML (a camera node each) or,
 with --sim, from the simulated scene, whose cameras must render in the simulator's own node.
 Cameras are listed first so a launch starts the simulator before the arms that connect to it. With a
-`vla_endpoint`, each arm gets a vla_client_node too (robots.franka.policy_loop runs there; the arm
+`vla_endpoint`, each arm gets a vla_client_node too (robots.franka.policy.loop runs there; the arm
 node streams each chunk's steps).
 """
 

@@ -124,7 +124,7 @@ class CameraConfig(BaseModel):
 
 
 class PolicyConfig(BaseModel):
-    """How run_policy drives an arm with an openpi DROID policy server (robots.franka.droid)."""
+    """How run_policy drives an arm with an openpi DROID policy server (robots.franka.policy.droid)."""
 
     model_config = ConfigDict(extra="forbid")
     # None: what the server's metadata names as `action_space`, else joint_velocity (DROID's).

@@ -38,7 +38,7 @@ class FrankaRuntime:
     approval: ApprovalChannel | None = None
     # Frames per second of the episode video during motions, every camera tiled in each frame (0: none).
     video_fps: float = 0.0
-    # Per arm, the openpi policy run_policy drives it with (robots.franka.policy_loop); none without vla_endpoint.
+    # Per arm, the openpi policy run_policy drives it with (robots.franka.policy.loop); none without vla_endpoint.
     policies: dict[str, Any] = field(default_factory=dict)
     # Motions planned again after franky's trajectory generator gave up (robots.franka.motion): a recovery
     # for real arms under load, never needed in simulation, where the clock waits for the client.
@@ -96,6 +96,8 @@ class FrankaRuntime:
         if self.sim is not None:
             log.info("franky-sim: times a moving arm's client fell so far behind that the simulation ran on "
                      "without it: %d", self.sim.clients_left_behind)
+            log.info("franky-sim: motions finished while the arm still moved (a real arm's reflex): %d",
+                     self.sim.finishes_refused)
         for policy in self.policies.values():
             _quietly(policy.close)
         for cam in self.cameras:
@@ -208,7 +210,7 @@ def build_runtime(
                 device_camera(cam, first_arm, lambda arm: _joints_of(runtime, arm)) for cam in config.cameras
             )
         if config.vla_endpoint:
-            from robots.franka.vla import connect_policies
+            from robots.franka.policy.client import connect_policies
 
             runtime.policies = connect_policies(config, runtime.arms, runtime.grippers, runtime.cameras)
     except BaseException:

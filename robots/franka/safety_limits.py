@@ -18,6 +18,8 @@ FR3_JOINT_UPPER = (2.7437, 1.7837, 2.9007, -0.1518, 2.8065, 4.5169, 3.0159)
 # FR3 joint velocity [rad/s] and acceleration [rad/s^2] maxima (datasheet): no file may exceed them.
 FR3_JOINT_VELOCITY_MAX = (2.62, 2.62, 2.62, 2.62, 5.26, 4.18, 5.26)
 FR3_JOINT_ACCELERATION_MAX = (10.0, 10.0, 10.0, 10.0, 10.0, 10.0, 10.0)
+# FR3 joint jerk maximum [rad/s^3] (libfranka's rate limits): what franky's motions scale down from.
+FR3_JOINT_JERK_MAX = (5000.0,) * 7
 
 
 class Box(BaseModel):
@@ -71,8 +73,8 @@ class ArmLimits(BaseModel):
     path_step_m: float = Field(0.01, gt=0, le=0.05)
     path_step_rad: float = Field(0.05, gt=0, le=0.2)
     min_arm_distance_m: float = Field(0.10, ge=0, le=1.0)
-    # Streamed joint commands (a policy's steps): the velocity a step implies and its change from
-    # the measured velocity, per joint.
+    # Streamed joint commands (a policy's steps), per joint: the velocity a step is scaled down to, and
+    # the acceleration of the motion that runs it (robots.franka.policy.step_safety).
     max_joint_velocity_rad_s: tuple[float, ...] = (1.0,) * 7
     max_joint_acceleration_rad_s2: tuple[float, ...] = (8.0,) * 7
     # When a result may say `reached` / `grasped` (truth thresholds, not limits).

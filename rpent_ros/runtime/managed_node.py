@@ -150,6 +150,7 @@ class ManagedRuntimeNode(LifecycleNode):
         with self._transition:
             if self.managed.lifecycle_state != FINALIZED:
                 self._disconnect(FINALIZED)
+        self.server.close()
 
     # --- helpers ----------------------------------------------------------------------------------
     def _connect(self) -> Any:

@@ -15,6 +15,7 @@ from rpent.runtime.arm import RuntimeFault, TrajectoryFailure
 from rpent_ros.action_client import ThreadSafeActionClient
 from rpent_ros.runtime.codec import decode_result, encode_call
 from rpent_ros.runtime.image_msgs import image_msg_to_rgb
+from rpent_ros.runtime.lease import LEASED_METHODS, RENEW_S, LeaseRenewer
 
 _LIVENESS_PERIOD_S = 0.2
 _GONE_AFTER_S = 1.0  # DDS graph updates lag a little; a restart within this is not "gone"
@@ -40,7 +41,8 @@ class RuntimeProxy:
 
     A `cancel=` threading.Event argument is not sent: setting it cancels the remote goal, which
     stops the remote runtime at once. Nor is an `on_frame=` callable: it gets each picture the
-    remote call sends as feedback (RuntimeServer).
+    remote call sends as feedback (RuntimeServer). A leased call (rpent_ros.runtime.lease) is renewed
+    by the thread that waits for it, and released when it is cancelled.
     """
 
     def __init__(self, node: Node, action_name: str, name: str | None = None, timeout_s: float = 120.0) -> None:
@@ -52,6 +54,7 @@ class RuntimeProxy:
         self._active: set[Any] = set()
         self._gone = False  # the server vanished during a call; cleared when it is back
         self._lock = threading.Lock()
+        self._lease: LeaseRenewer | None = None  # made with the first leased call
 
     def wait_ready(self, timeout_s: float = 30.0) -> None:
         if not self._client.wait_for_server(timeout_sec=timeout_s):
@@ -86,17 +89,23 @@ class RuntimeProxy:
                     on_frame(image_msg_to_rgb(image))
 
         goal = RuntimeCall.Goal(method=method, args_json=encode_call(args, kwargs))
+        lease = self._leasing() if method in LEASED_METHODS else None
         self._client.send_goal_async(goal, feedback_callback=feedback).add_done_callback(on_goal)
         started = time.monotonic()
-        next_check, gone_since = started + _LIVENESS_PERIOD_S, None
-        while not done.wait(0.005 if cancel is not None else 0.05):
+        next_check, gone_since, renewed = started + _LIVENESS_PERIOD_S, None, 0.0
+        while not done.wait(0.005 if cancel is not None or lease is not None else 0.05):
             now = time.monotonic()
             # A motion (cancel given) may run for minutes, so it has no overall timeout.
             if cancel is None and now - started > self.timeout_s:
                 raise RemoteRuntimeError(f"{self.action_name}: {method} gave no answer within {self.timeout_s} s")
             if cancel is not None and cancel.is_set() and "handle" in box and not box.get("cancel_sent"):
                 box["cancel_sent"] = True
+                if lease is not None:  # stops the call at once, past the serving node's executor
+                    lease.release(box["handle"].goal_id)
                 box["handle"].cancel_goal_async()
+            elif lease is not None and "handle" in box and not box.get("cancel_sent") and now - renewed >= RENEW_S:
+                renewed = now
+                lease.renew(box["handle"].goal_id)
             # A runtime node that went away (Ctrl-C on the launch, a crash) never answers: end the
             # call with that cause instead of waiting for ever.
             if now >= next_check:
@@ -114,6 +123,12 @@ class RuntimeProxy:
         if result.is_error:
             raise remote_error(f"{self.name}.{method}: {result.error}")
         return decode_result(result.result_json)
+
+    def _leasing(self) -> LeaseRenewer:
+        with self._lock:
+            if self._lease is None:
+                self._lease = LeaseRenewer(self.node, self.action_name)
+            return self._lease
 
     def __getattr__(self, method: str) -> Any:
         if method.startswith("_"):

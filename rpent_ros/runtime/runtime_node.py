@@ -44,6 +44,8 @@ class RuntimeNode(Node):
                         function()
                     except Exception as exc:
                         self.get_logger().error(f"{method} on shutdown failed: {type(exc).__name__}: {exc}")
+        for server in self.servers:
+            server.close()
 
 
 def every(node: Node, rate_hz: float, callback: Callable[[], None]) -> None:

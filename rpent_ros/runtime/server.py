@@ -18,6 +18,7 @@ from rclpy.node import Node
 from rpent.action import RuntimeCall
 from rpent_ros.runtime.codec import decode_call, encode_result
 from rpent_ros.runtime.image_msgs import frame_to_image_msg
+from rpent_ros.runtime.lease import LEASED_METHODS, LeaseWatch
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +34,10 @@ class RuntimeServer:
     """`<node>/<name>/call`: goal {method, args_json} -> result {is_error, error, result_json}.
 
     A ROS cancel sets the call's cancel event (methods taking `cancel=` see it) and calls the
-    target's `stop()` at once, from the cancelling thread. A call sent with `on_frame: true` gets an
-    `on_frame(rgb)` that sends each picture as feedback (stage "frame"), e.g. what a policy saw.
+    target's `stop()` at once, from the cancelling thread. A leased call (rpent_ros.runtime.lease:
+    a streamed motion) is stopped the same way when its caller stops renewing it, or releases it.
+    A call sent with `on_frame: true` gets an `on_frame(rgb)` that sends each picture as feedback
+    (stage "frame"), e.g. what a policy saw.
     """
 
     def __init__(self, node: Node, name: str, target: Any, methods: frozenset[str], group: ReentrantCallbackGroup) -> None:
@@ -43,7 +46,10 @@ class RuntimeServer:
         self.target = target
         self.methods = methods
         self._cancel_events: dict[bytes, threading.Event] = {}
+        self._lapsed: dict[bytes, str] = {}  # leased goals stopped because their lease lapsed, and why
         self._lock = threading.Lock()
+        self._lease = (LeaseWatch(node, f"{node.get_fully_qualified_name()}/{name}/call", self._lapse)
+                       if methods & LEASED_METHODS else None)
         self.server = ActionServer(
             node, RuntimeCall, f"~/{name}/call",
             execute_callback=self._execute,
@@ -58,6 +64,9 @@ class RuntimeServer:
         cancel = threading.Event()
         with self._lock:
             self._cancel_events[key] = cancel
+        leased = self._lease is not None and method in LEASED_METHODS
+        if leased:
+            self._lease.watch(key)
         result = RuntimeCall.Result()
         try:
             if method not in self.methods:
@@ -74,8 +83,13 @@ class RuntimeServer:
             result.error = f"{type(exc).__name__}: {exc}"
             log.warning("%s.%s failed: %s", self.name, method, result.error)
         finally:
+            if leased:
+                self._lease.forget(key)
             with self._lock:
                 self._cancel_events.pop(key, None)
+                lapsed = self._lapsed.pop(key, None)
+        if lapsed is not None and not goal_handle.is_cancel_requested:
+            result.is_error, result.error = True, f"stopped: {lapsed}"
         if goal_handle.is_cancel_requested:
             goal_handle.canceled()
         elif result.is_error:
@@ -90,8 +104,19 @@ class RuntimeServer:
         goal_handle.publish_feedback(RuntimeCall.Feedback(stage="frame", images=[image]))
 
     def _cancel(self, goal_handle: ServerGoalHandle) -> CancelResponse:
+        self._stop(bytes(goal_handle.goal_id.uuid), "cancel")
+        return CancelResponse.ACCEPT
+
+    def _lapse(self, key: bytes, why: str) -> None:
+        """A leased call's caller is gone or done with it (LeaseWatch's thread)."""
+        log.warning("%s: a streamed call stopped: %s", self.name, why)
         with self._lock:
-            event = self._cancel_events.get(bytes(goal_handle.goal_id.uuid))
+            self._lapsed[key] = why
+        self._stop(key, "lapsed lease")
+
+    def _stop(self, key: bytes, cause: str) -> None:
+        with self._lock:
+            event = self._cancel_events.get(key)
         if event is not None:
             event.set()
         stop = getattr(self.target, "stop", None)
@@ -99,5 +124,8 @@ class RuntimeServer:
             try:
                 stop()
             except Exception:
-                log.exception("%s.stop() on cancel failed", self.name)
-        return CancelResponse.ACCEPT
+                log.exception("%s.stop() on %s failed", self.name, cause)
+
+    def close(self) -> None:
+        if self._lease is not None:
+            self._lease.close()

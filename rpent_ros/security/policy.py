@@ -3,7 +3,7 @@
 Who may do what (docs/ros.md, "Security"):
 - the planner, dashboard and MCP bridge send goals to the toolkit's actions and call its services;
 - only the toolkit calls the runtime nodes' RuntimeCall actions (and a VLA client node the actions of
-  the arm, hand and cameras it drives);
+  the arm, hand and cameras it drives), and renews the leases of the streamed ones it waits for;
 - the runtime nodes serve those actions, publish telemetry and answer their lifecycle services;
 - the monitor (rviz, `ros2 topic echo`) reads telemetry, TF, images and /diagnostics, nothing else;
 - the launch process drives the runtime nodes' lifecycle.
@@ -88,6 +88,8 @@ def _grants(runtime: Sequence[RuntimeNode]) -> dict[str, _Grants]:
     toolkit.publish |= {f"/{TOOLKIT}/*", "/joint_states", "/tf", "/tf_static", "/*/robot_description", "/diagnostics"}
     toolkit.subscribe |= {"/joint_states", "/tf", "/tf_static"}
     toolkit.call |= {f"/{node.name}/{part}/call" for node in runtime for part in node.parts}
+    # It renews (and releases) the lease of each streamed call it waits for (rpent_ros/runtime/lease.py).
+    toolkit.publish |= {f"/{node.name}/{part}/call/lease" for node in runtime if _streams(node) for part in node.parts}
     toolkit.request |= {f"/{node.name}/get_state" for node in runtime}  # waits until they are configured
     toolkit.request.add(f"/{DASHBOARD}/approve_motion")  # an operator's yes before a motion
 
@@ -102,6 +104,7 @@ def _grants(runtime: Sequence[RuntimeNode]) -> dict[str, _Grants]:
     dashboard.subscribe |= {f"/{TOOLKIT}/observation/*", *(f"/{node.name}/*/image_raw" for node in runtime)}
     dashboard.reply.add(f"/{DASHBOARD}/approve_motion")
 
+    streaming = {node.name for node in runtime if _streams(node)}
     for node in runtime:
         served = grants[node.name] = _Grants()
         served.node_basics(node.name)
@@ -110,7 +113,10 @@ def _grants(runtime: Sequence[RuntimeNode]) -> dict[str, _Grants]:
         served.publish |= {f"/{node.name}/*", "/joint_states", "/tf", "/tf_static", "/diagnostics",
                            *(f"/{arm}/robot_description" for arm in node.arms)}
         served.subscribe.add("/joint_states")  # a wrist camera's pose follows its arm
+        if _streams(node):
+            served.subscribe.add(f"/{node.name}/*/call/lease")  # its streamed calls' leases
         served.call |= set(node.calls)
+        served.publish |= {f"{call}/lease" for call in node.calls if call.strip("/").split("/")[0] in streaming}
 
     monitor = grants[MONITOR] = _Grants()
     monitor.node_basics(*_MONITOR_NODES)
@@ -122,6 +128,12 @@ def _grants(runtime: Sequence[RuntimeNode]) -> dict[str, _Grants]:
     launch.request |= {f"/{node.name}/{service}" for node in runtime for service in ("change_state", "get_state")}
     launch.subscribe |= {f"/{node.name}/transition_event" for node in runtime}
     return grants
+
+
+def _streams(node: RuntimeNode) -> bool:
+    """It serves streamed calls, which run under a lease: an arm node's run_joint_steps, a VLA client
+    node's run (it calls other runtime nodes)."""
+    return bool(set(node.arms) & set(node.parts) or node.calls)
 
 
 def build_policy(runtime: Iterable[RuntimeNode]) -> str:

@@ -89,3 +89,41 @@ class Constant:
     def __call__(self, obs: dict[str, Any], index: int) -> dict[str, Any]:
         self.calls += 1
         return self.reply
+
+
+class Reaching:
+    """What a real DROID checkpoint sends from rest: joint velocities of up to `units` (0.3-0.6 in
+    pi0-FAST-DROID and pi05-DROID replies) straight towards `goal`, each row planned as if the one before
+    ran exactly (DROID's q + 0.2 rad per unit), then zeros once there. Above 1/3 unit a row asks for more
+    than the default 1 rad/s cap: the arm runs it shaped down, never refused."""
+
+    def __init__(self, goal: Sequence[float], units: float = 0.5, reached_rad: float = 0.01) -> None:
+        self.goal = np.asarray(goal, dtype=float)
+        self.units = units
+        self.reached_rad = reached_rad
+        self.reached = False
+
+    def __call__(self, obs: dict[str, Any], index: int) -> dict[str, Any]:
+        q = np.asarray(obs["observation/joint_position"], dtype=float)
+        self.reached = self.reached or bool(np.max(np.abs(self.goal - q)) < self.reached_rad)
+        rows = []
+        for _ in range(CHUNK):
+            action = np.zeros(7) if self.reached else np.clip(
+                (self.goal - q) / STEP_RAD_PER_UNIT, -self.units, self.units)
+            rows.append([*action, 0.0])
+            q = q + action * STEP_RAD_PER_UNIT
+        return {"actions": np.asarray(rows, dtype=np.float32)}
+
+
+class Reversing:
+    """`units` on `joint` for the first half of every chunk and minus `units` for the rest: a policy that
+    turns a joint round in one step (0.3 units: +0.9 to -0.9 rad/s, 27 rad/s^2 if run as asked)."""
+
+    def __init__(self, joint: int = 0, units: float = 0.3, horizon: int = 8) -> None:
+        self.joint, self.units, self.horizon = joint, units, horizon
+
+    def __call__(self, obs: dict[str, Any], index: int) -> dict[str, Any]:
+        rows = np.zeros((CHUNK, 8), dtype=np.float32)
+        rows[: self.horizon // 2, self.joint] = self.units
+        rows[self.horizon // 2:, self.joint] = -self.units
+        return {"actions": rows}

@@ -61,6 +61,19 @@ class Launch:
             pause.wait(0.5)
         raise AssertionError(f"no {text!r} in the launch's output within {timeout_s} s:\n{self.text()[-6000:]}")
 
+    def pid_of(self, node_name: str) -> int:
+        """The process of the launch's node `node_name` (its command line remaps `__node:=<name>`)."""
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                argv = (entry / "cmdline").read_bytes().split(b"\0")
+                if os.getpgid(int(entry.name)) == self.proc.pid and f"__node:={node_name}".encode() in argv:
+                    return int(entry.name)
+            except (OSError, ProcessLookupError):
+                continue
+        raise AssertionError(f"no process of node {node_name} in the launch")
+
     def wait_exit(self, timeout_s: float) -> int:
         return self.proc.wait(timeout_s)
 
@@ -92,40 +105,41 @@ class JointRecord:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._lines: list[dict] = []
+        self._read = 0  # bytes of the file parsed into _lines (whole lines only)
 
     def lines(self) -> list[dict]:
+        """Every record so far (50 a second: only what was appended since the last look is parsed)."""
         if not self.path.exists():
             return []
-        return [json.loads(line) for line in self.path.read_text().splitlines() if line.strip()]
-
-    # At rest: no joint faster than REST_RAD_S over any WINDOW_S (a motion at speed factor 0.05 moves its
-    # fastest joint at about 3e-3 rad/s; franky-sim's PD hold settles below 1e-3 within a second).
-    REST_RAD_S, WINDOW_S = 1e-3, 0.25
+        with self.path.open("rb") as file:
+            file.seek(self._read)
+            chunk = file.read()
+        whole = chunk[: chunk.rfind(b"\n") + 1]
+        self._read += len(whole)
+        self._lines += [json.loads(line) for line in whole.splitlines() if line.strip()]
+        return list(self._lines)
 
     def rest_after(self, arm: str, pressed: float) -> tuple[float, float] | None:
         """(robot seconds, wall seconds) from the wall-clock moment `pressed` until `arm` is at rest, judged on
-        the simulator's own clock (wall time `t`, simulated time `sim_s`): from then on, for at least 0.5 robot
-        seconds, no joint moves faster than REST_RAD_S over any WINDOW_S. None until it has come to rest.
+        the simulator's own clock (wall time `t`, simulated time `sim_s`) from its true joint velocities `dq`:
+        the first record from which on, for at least 0.5 robot seconds, every joint is at rest as franky
+        judges it (robots.franka.hardware.franky_arm.at_rest). None until it has come to rest.
 
         The robot's clock, because franky-sim runs below real time here (two simulated arms need about 1.4
         cores at real time: FACTS.md), so a stop and the arm's deceleration take longer on the wall clock
         than on the robot's; on a real arm the two clocks are one."""
-        samples = [(r["t"], r["sim_s"], r["arms"][arm]) for r in self.lines()]
+        from robots.franka.hardware.franky_arm import at_rest
+
+        samples = [(r["t"], r["sim_s"], at_rest(r["dq"][arm])) for r in self.lines()]
         before = [s for s in samples if s[0] <= pressed]
         after = [s for s in samples if s[0] > pressed]
         if not before or not after:
             return None
         (t0, sim0, _), (t1, sim1, _) = before[-1], after[0]
         pressed_sim = sim0 + (sim1 - sim0) * (pressed - t0) / (t1 - t0)
-        window, rest = self.WINDOW_S, self.REST_RAD_S
-        slow = []
-        for t, sim, q in samples:
-            earlier = [(s, p) for _, s, p in samples if sim - 2 * window <= s <= sim - window]
-            if earlier:
-                s, p = earlier[-1]
-                slow.append((t, sim, max(abs(a - b) for a, b in zip(q, p, strict=True)) / (sim - s) < rest))
-        for i, (t, sim, _) in enumerate(slow):
-            if sim >= pressed_sim and slow[-1][1] - sim >= 0.5 and all(ok for *_, ok in slow[i:]):
+        for i, (t, sim, _) in enumerate(samples):
+            if sim >= pressed_sim and samples[-1][1] - sim >= 0.5 and all(rest for *_, rest in samples[i:]):
                 return sim - pressed_sim, t - pressed
         return None
 

@@ -1,6 +1,7 @@
 """run_policy through `ros2 launch rpent dual_franka.launch.py use_sim:=true vla_endpoint:=ws://...` and the
 stock `ros2 action send_goal /toolkit/tools/run_policy`: a vla_client_node per arm holds the connection to a
-scripted openpi DROID server on 127.0.0.1, the arm node runs each chunk's steps beside its arm.
+scripted openpi DROID server on 127.0.0.1, the arm node runs each chunk's steps beside its arm, under the
+lease of the node that supervises it (a frozen or killed toolkit or vla_client_node stops the arm).
 
 The dual-arm franky-sim of a launch runs well below real time on this machine (0.1-0.5x with its
 cameras); the steps keep the robot's clock, so the policy reaches its goal all the same, only later."""
@@ -98,13 +99,13 @@ def wait_until(condition, timeout_s: float, what: str) -> None:
         time.sleep(0.02)
 
 
-def nodding_fast(record: JointRecord, since: float) -> bool:
-    """The simulator's own record shows the right arm's joint 6 turning at more than 0.2 rad/s, in two
-    records made after `since` (wall time)."""
+def nodding_fast(record: JointRecord, since: float, arm: str = "right") -> bool:
+    """The simulator's own record shows the arm's joint 6 turning at more than 0.2 rad/s, in two records
+    made after `since` (wall time)."""
     lines = record.lines()[-2:]
     if len(lines) < 2 or lines[0]["t"] <= since or lines[1]["sim_s"] <= lines[0]["sim_s"]:
         return False
-    turned = lines[1]["arms"]["right"][NOD_JOINT] - lines[0]["arms"]["right"][NOD_JOINT]
+    turned = lines[1]["arms"][arm][NOD_JOINT] - lines[0]["arms"][arm][NOD_JOINT]
     return abs(turned) / (lines[1]["sim_s"] - lines[0]["sim_s"]) > 0.2
 
 
@@ -180,6 +181,31 @@ def test_run_policy_through_ros2_launch_and_the_stock_send_goal(tmp_path):
             wait_until(lambda: len(steps_of(run_dir)) == 3, 30, "the cancelled call recorded")
             assert steps_of(run_dir)[-1]["tool"] == "run_policy", steps_of(run_dir)[-1]
             assert steps_of(run_dir)[-1]["error"].startswith("cancelled"), steps_of(run_dir)[-1]
+
+            # A policy never outlives its supervisor: frozen (SIGSTOP) or killed mid-chunk, the toolkit node or
+            # the arm's vla_client_node stops renewing the streamed call's lease, and the arm node stops the arm.
+            for (who, sent), sign in zip((("toolkit", signal.SIGSTOP), ("vla_right", signal.SIGSTOP),
+                                          ("vla_right", signal.SIGKILL)), (-1, 1, -1), strict=True):
+                server.script = lambda obs, i, sign=sign: droid_chunk([0.0] * NOD_JOINT + [sign * NOD_UNITS, 0.0])
+                clis.append(SendGoal("run_policy", {"arm": "right", "instruction": "nod", "max_steps": 3000}))
+                clis[-1].wait_for("stage: running", 120)
+                inferences = len(server.observations)
+                wait_until(lambda n=inferences: len(server.observations) > n, 120, "a chunk asked for")
+                asked = time.time()
+                wait_until(lambda t=asked: nodding_fast(record, t), 120, "the right arm nodding at speed in that chunk")
+                pid, frozen = launch.pid_of(who), time.time()
+                os.kill(pid, sent)
+                try:
+                    wait_until(lambda t=frozen: record.rest_after("right", t) is not None, 60, "the right arm at rest")
+                    robot_s, wall_s = record.rest_after("right", frozen)
+                finally:
+                    if sent == signal.SIGSTOP:
+                        os.kill(pid, signal.SIGCONT)
+                print(f"{who} {signal.Signals(sent).name}: the right arm at rest {robot_s * 1000:.0f} ms later on the "
+                      f"robot's clock ({wall_s * 1000:.0f} ms wall)")
+                assert robot_s < 0.3, (who, robot_s, wall_s)
+                out = clis[-1].finished(120)  # the run ended, its goal with it
+                assert "Goal finished with status: SUCCEEDED" not in out, out[-3000:]
         finally:
             for cli in clis:
                 cli.kill()

@@ -152,7 +152,7 @@ def assert_crash_safe(all_spans: list[Span], kills: int, *kinds: str) -> None:
 def test_sigkill_at_random_moments_leaves_a_playable_episode_missing_at_most_a_second(tmp_path: Path) -> None:
     ffprobe()  # fail at once, with the fix, when ffprobe is missing
     recipe = write_recipe(tmp_path)
-    moments = spread(random.Random(13), RUN_S, 20)
+    moments = spread(random.Random(13), RUN_S, 12)
 
     def one_kill(index: int, delay: float) -> list[Span]:
         out = tmp_path / f"kill-{index:02d}"
@@ -169,7 +169,7 @@ def test_sigkill_at_random_moments_leaves_playable_action_clips(tmp_path: Path) 
     # Clips exist where the dashboard runs the task, so the runner runs with --dashboard.
     ffprobe()
     recipe = write_recipe(tmp_path)
-    moments = spread(random.Random(31), RUN_S - 0.4, 20)  # from the task's start, not the launch
+    moments = spread(random.Random(31), RUN_S - 0.4, 12)  # from the task's start, not the launch
 
     def one_kill(index: int, delay: float) -> list[Span]:
         out = tmp_path / f"kill-{index:02d}"

@@ -21,7 +21,7 @@ import numpy as np
 from robots.franka import kinematics
 from robots.franka.hardware.connect import RobotLink, connect_with_timeout
 from robots.franka.safety import SafetyEnvelope
-from robots.franka.safety_limits import FR3_JOINT_ACCELERATION_MAX
+from robots.franka.safety_limits import FR3_JOINT_ACCELERATION_MAX, FR3_JOINT_JERK_MAX
 from rpent.loopback import is_loopback
 from rpent.runtime.arm import RuntimeFault, TrajectoryFailure
 from rpent.runtime.types import ArmState, MotionOutcome, Pose, quat_from_matrix
@@ -110,9 +110,15 @@ class FrankyArm:
             raise RuntimeFault(f"{name} at {host}: setup failed: {exc}") from exc
         # The envelope checks the end effector this arm really has (Desk's setting), not an assumed one.
         self.envelope = (envelope or SafetyEnvelope(arm_name=name)).with_tcp(flange_to_tcp)
-        # How hard franky brakes a joint (the FR3's acceleration limit scaled by the dynamics factor):
-        # where a streamed step's arm comes to rest when no next step follows.
-        self.stopping_rad_s2 = min(FR3_JOINT_ACCELERATION_MAX) * float(dynamics_factor)
+        # A streamed step's acceleration and jerk: franky's (the FR3's limits times the dynamics factor),
+        # lowered to the safety file's max_joint_acceleration_rad_s2. franky scales a motion's limits by a
+        # factor of at most 1 on top of the arm's, so the step motions get this share of them.
+        fr3_accel = min(FR3_JOINT_ACCELERATION_MAX) * float(dynamics_factor)
+        share = min(1.0, min(self.envelope.limits.max_joint_acceleration_rad_s2) / fr3_accel)
+        self._step_dynamics = franky.RelativeDynamicsFactor(1.0, share, share)
+        #: (deceleration rad/s^2, jerk rad/s^3) a streamed step brakes with when no next step follows:
+        #: where its arm comes to rest (robots.franka.policy.step_safety.rest_point).
+        self.step_brake = (fr3_accel * share, min(FR3_JOINT_JERK_MAX) * float(dynamics_factor) * share)
         self._lock = threading.Lock()
         self._active = False
         self._stop_requested = threading.Event()
@@ -258,15 +264,24 @@ class FrankyArm:
                 raise RuntimeFault(f"{self.name} at {self.host}: motion rejected: {exc}") from exc
             self._active = True
 
-    # --- streamed joint steps (robots.franka.joint_steps: a policy's actions at its control rate) -------
+    # --- streamed joint steps (robots.franka.policy.stream: a policy's actions at its control rate) ------
     def stream_joint_velocity(self, velocity: Sequence[float], duration_s: float) -> None:
-        """Run at `velocity` for `duration_s`, replacing whatever motion runs (no check: callers check)."""
+        """Run at `velocity` for `duration_s`, then brake to rest, replacing whatever motion runs (no
+        check: callers check). The next step replaces it before it brakes; without one the arm comes to
+        rest under this motion, never a motion finished while the arm moves (a real arm's reflex)."""
         duration = franky.Duration(max(1, round(duration_s * 1000)))
-        self._stream(franky.JointVelocityMotion(np.asarray(velocity, dtype=float), duration=duration))
+        self._stream(franky.JointVelocityWaypointMotion([
+            # Held for the period whether or not the velocity was reached (max_total_duration): a step
+            # from rest ramps up within it, so the arm never runs past the target the check judged.
+            franky.JointVelocityWaypoint(np.asarray(velocity, dtype=float), hold_target_duration=duration,
+                                         max_total_duration=duration),
+            franky.JointVelocityWaypoint(np.zeros(7)),
+        ], relative_dynamics_factor=self._step_dynamics))
 
     def stream_joint_target(self, joints: Sequence[float]) -> None:
         """Go to `joints` and stop there, replacing whatever motion runs (no check: callers check)."""
-        self._stream(franky.JointMotion(franky.JointState(np.asarray(joints, dtype=float))))
+        self._stream(franky.JointMotion(franky.JointState(np.asarray(joints, dtype=float)),
+                                        relative_dynamics_factor=self._step_dynamics))
 
     @property
     def stop_requested(self) -> threading.Event:

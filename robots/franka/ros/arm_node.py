@@ -71,9 +71,9 @@ class FrankaArmNode(ManagedRuntimeNode):
         self.every(self.params["publish_rate_hz"], lambda: self.telemetry.publish(arm.state()))
 
     def served_functions(self) -> dict[str, Callable[..., Any]]:
-        from robots.franka import joint_steps
+        from robots.franka.policy import stream
 
-        return {"run_joint_steps": joint_steps.run}
+        return {"run_joint_steps": stream.run}
 
 
 def franka_arm_main(args: list[str] | None = None) -> None:

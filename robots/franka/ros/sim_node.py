@@ -49,8 +49,8 @@ class FrankaSimNode(RuntimeNode):
                   kind="int", low=0, high=2**31 - 1),
             Param("lockstep", True, "while an arm moves, each physics step waits for its client's answer (the robot's "
                   "clock keeps time with a late client); false: the wall clock, whatever the clients do"),
-            Param("joint_record", "", "file the simulator appends its arms' true joint positions to, ten times a "
-                  "second (JSON lines; '': none): what moved, whatever the ROS graph said"),
+            Param("joint_record", "", "file the simulator appends its arms' true joint positions and velocities to, "
+                  "50 times a second (JSON lines; '': none): what moved, whatever the ROS graph said"),
             safety_param(),
         )
         parameters.finish()
@@ -74,7 +74,7 @@ class FrankaSimNode(RuntimeNode):
         if p["joint_record"]:
             record = open(p["joint_record"], "a")  # noqa: SIM115 (closed on shutdown, after the timers)
             self.owned.append(record)
-            self.every(10.0, partial(_record_joints, record, self.sim, arm_names))
+            self.every(50.0, partial(_record_joints, record, self.sim, arm_names))
         self.owned.append(self.sim)  # closed after its cameras
         self.sim.serve()
         seed = "fixed scene" if p["sim_seed"] is None else f"random scene of seed {p['sim_seed']}"
@@ -83,8 +83,10 @@ class FrankaSimNode(RuntimeNode):
 
 def _record_joints(record: Any, sim: Any, arm_names: list[str]) -> None:
     arms = {name: [round(float(q), 6) for q in sim.arm_joints(i)] for i, name in enumerate(arm_names)}
+    speeds = {name: [round(float(v), 5) for v in sim.arm_joint_velocities(i)] for i, name in enumerate(arm_names)}
     # sim_s beside the wall clock: how fast the simulation runs (below real time, franky's motions lag the wall clock).
-    record.write(json.dumps({"t": round(time.time(), 3), "sim_s": round(sim.time_s, 4), "arms": arms}) + "\n")
+    record.write(json.dumps({"t": round(time.time(), 3), "sim_s": round(sim.time_s, 4), "arms": arms,
+                             "dq": speeds}) + "\n")
     record.flush()
 
 

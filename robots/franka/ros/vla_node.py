@@ -5,11 +5,11 @@
         -p arm_action:=/arm_left/left/call -p gripper_action:=/gripper_left/left/call \
         -p exterior_camera_action:=/franka_sim/front/call -p wrist_camera_action:=/franka_sim/left_wrist/call
 
-It holds the connection to the policy server and serves `run` (robots.franka.policy_loop.FrankaPolicy)
+It holds the connection to the policy server and serves `run` (robots.franka.policy.loop.FrankaPolicy)
 at `~/<name>/call` as a cancellable RuntimeCall; configure connects to the arm, gripper and camera
 nodes, activate admits runs. Per inference it reads the cameras, the joints and the gripper from
 their nodes and sends the arm node the chunk to execute: the 15 Hz loop runs in the arm node,
-beside the arm (its run_joint_steps: robots.franka.joint_steps), so no control step crosses a ROS hop. A ROS cancel
+beside the arm (its run_joint_steps: robots.franka.policy.stream), so no control step crosses a ROS hop. A ROS cancel
 stops the arm at once (through the arm node) and ends the run.
 """
 
@@ -63,8 +63,8 @@ class VlaClientNode(ManagedRuntimeNode):
         return str(self.params.get("endpoint") or self.runtime_name)
 
     def connect(self) -> Any:
-        from robots.franka.policy_loop import FrankaPolicy
-        from robots.franka.vla import openpi_client
+        from robots.franka.policy.client import openpi_client
+        from robots.franka.policy.loop import FrankaPolicy
 
         p = self.params
         arm = RuntimeProxy(self, p["arm_action"], self.runtime_name)

@@ -291,6 +291,12 @@ class FrankaSim:
         the simulation ran on without it (0 in a healthy run)."""
         return sum(server.left_behind for server in self._server.robot_servers) if self._server is not None else 0
 
+    @property
+    def finishes_refused(self) -> int:
+        """Motions a client finished while the arm still moved, refused as a real arm refuses them
+        (robots.franka.sim.lockstep; 0 in a healthy run)."""
+        return sum(server.finished_moving for server in self._server.robot_servers) if self._server is not None else 0
+
     def body_position(self, name: str) -> np.ndarray:
         """World position [m] of a body (e.g. "cube"), read between physics steps."""
         body_id = mujoco.mj_name2id(self._sim.model, mujoco.mjtObj.mjOBJ_BODY, name)
@@ -326,12 +332,21 @@ class FrankaSim:
         with self.lock:
             return self._sim.data.qpos[self._arm_qpos_addresses(arm_index)].copy()
 
+    def arm_joint_velocities(self, arm_index: int = 0) -> np.ndarray:
+        """Arm `arm_index`'s seven joint velocities as simulated [rad/s]."""
+        with self.lock:
+            model = self._sim.model
+            return self._sim.data.qvel[[int(model.jnt_dofadr[i]) for i in self._arm_joint_ids(arm_index)]].copy()
+
     def _arm_qpos_addresses(self, arm_index: int) -> list[int]:
+        return [int(self._sim.model.jnt_qposadr[i]) for i in self._arm_joint_ids(arm_index)]
+
+    def _arm_joint_ids(self, arm_index: int) -> list[int]:
         model = self._sim.model
         ids = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, f"robot{arm_index}_fr3_joint{i}") for i in range(1, 8)]
         if min(ids) < 0:
             raise KeyError(f"no arm {arm_index} in the simulated scene")
-        return [int(model.jnt_qposadr[i]) for i in ids]
+        return ids
 
     def camera_pose_in_arm_frame(self, name: str, arm_index: int = 0) -> np.ndarray:
         """Ground truth of camera `name`'s optical frame (OpenCV: x right, y down, z forward) in arm

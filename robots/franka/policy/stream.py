@@ -1,19 +1,22 @@
-"""Stream a chunk of policy actions to one arm at the control rate, every step checked before franky sees it.
+"""Stream a chunk of policy actions to one arm at the control rate, every step shaped and checked before
+franky sees it.
 
 This loop runs where the arm's franky connection is (the toolkit's process, or the arm node with
-runtime_mode ros), so no step crosses a process or a ROS hop. Each step reads the measured
-joints, turns the action into a joint target (robots.franka.droid), checks it
-(robots.franka.step_check) and only then commands the arm, replacing the previous step's motion:
+runtime_mode ros), so no step crosses a process or a ROS hop. Each step reads the measured joints,
+turns the action into a joint target (robots.franka.policy.droid: DROID's q + 0.2 rad per unit),
+shapes it to the arm's velocity limits and checks it (robots.franka.policy.step_safety), and only
+then commands the arm, replacing the previous step's motion:
 
-- `motion: velocity`: a joint velocity motion at (target - measured) / period, held one period;
-- `motion: position`: an asynchronous joint motion to the target.
+- `motion: velocity`: the shaped joint velocity held one period, then a brake to rest (franky's
+  velocity waypoints, with the step's bounded acceleration and jerk). The next step replaces it before
+  it brakes, so a steady policy runs without a pause; a step not followed by another (the loop late,
+  paused or gone) ends with the arm at rest, never with a motion finished while the arm moves;
+- `motion: position`: a joint motion to the shaped target, at rest there unless replaced.
 
-Before the first step the whole chunk is checked as the measured joints predict it (each target
-reached), so a chunk heading out of the envelope is refused before the arm moves at all; the step
-check with the measured joints still guards every step. A refusal stops the arm. With `hold`, a
-velocity chunk ends with a zero velocity, so the arm waits for the next inference instead of running
-on; every step's check covers the path on to where the arm comes to rest if no next step follows
-(v^2 / 2a past the target, with the deceleration franky stops the arm with).
+Before the first step the whole chunk is checked as the measured joints predict it (each shaped
+target reached), so a chunk heading out of the envelope is refused before the arm moves at all; the
+step check with the measured joints still guards every step, on to where the arm comes to rest if
+no next step follows. A refusal stops the arm.
 
 The steps keep the robot's own clock (franky's state time), not this machine's: a franky motion
 lasts its duration in the robot's time, and franky-sim's time runs slower than the wall clock on a
@@ -30,9 +33,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from robots.franka import droid
 from robots.franka.hardware.franky_arm import at_rest
-from robots.franka.step_check import KeepClear, StepRefused, check_step
+from robots.franka.policy import droid
+from robots.franka.policy.step_safety import KeepClear, StepRefused, check_action, check_step, shape_step
 from rpent.runtime.arm import RuntimeFault
 
 if TYPE_CHECKING:
@@ -53,7 +56,6 @@ def run(
     motion: str = "velocity",
     period_s: float = 1.0 / droid.CONTROL_HZ,
     first_step: int = 0,
-    hold: bool = True,
     keep_clear: Sequence[KeepClear | Mapping[str, Any]] = (),
     cancel: threading.Event | None = None,
 ) -> dict[str, Any]:
@@ -64,7 +66,8 @@ def run(
     at the end; per step `step_clock_s` (the robot's clock when it was commanded), `step_times_s`
     (this machine's monotonic clock, the same), `check_ms` (its envelope check) and
     `tracking_error_rad` (the largest joint gap between its target and the measured joints one
-    period later). A stop adds `stop`: when it was sent (monotonic), the fastest joint speed then,
+    period later) and `scale` (1.0: run as asked; below: shaped down to a velocity limit, the
+    lowest with `bound`, the joint and limit that set it). A stop adds `stop`: when it was sent (monotonic), the fastest joint speed then,
     and the robot-clock seconds until the arm was at rest.
     """
     if action_space not in droid.ACTION_SPACES:
@@ -78,15 +81,14 @@ def run(
         raise ValueError(f"actions: must be n x 7 joint values (n >= 1), got shape {chunk.shape}")
     clear = [k if isinstance(k, KeepClear) else KeepClear.from_dict(dict(k)) for k in keep_clear]
     report: dict[str, Any] = {"steps": 0, "stopped": None, "refused": None, "error": None, "step_clock_s": [],
-                              "step_times_s": [], "check_ms": [], "tracking_error_rad": []}
+                              "step_times_s": [], "check_ms": [], "tracking_error_rad": [], "scale": [],
+                              "bound": None}
     arm.stop_requested.clear()
     try:
         state = arm.state()
         report["_q"] = state.joints
         _check_ahead(arm, state.joints, state.joint_velocities, chunk, action_space, period_s, first_step, clear)
-        target = _stream(arm, chunk, report, action_space, motion, period_s, first_step, clear, cancel)
-        if target is not None and hold and motion == "velocity" and report["stopped"] is None:
-            arm.stream_joint_velocity(np.zeros(7), 0.001)  # franky cannot switch motion types while one runs
+        _stream(arm, chunk, report, action_space, motion, period_s, first_step, clear, cancel)
     except StepRefused as refusal:
         arm.stop_quietly()
         # Where the arm was when the step was refused: it is brought to rest from there.
@@ -121,19 +123,22 @@ def _stream(arm: FrankyArm, chunk: np.ndarray, report: dict[str, Any], action_sp
             raise RuntimeFault(f"{arm.name}: the robot reports an error (a reflex) at step {first_step + k}")
         if k == len(chunk):
             return target
-        step_target = droid.joint_target(chunk[k], q, action_space)
         checked = time.perf_counter()
-        check_step(arm.envelope, q, state.joint_velocities, step_target, period_s, first_step + k, clear,
-                   arm.stopping_rad_s2)
+        step = _shaped(arm, chunk[k], q, action_space, period_s, first_step + k)
+        check_step(arm.envelope, q, state.joint_velocities, step, period_s, first_step + k, clear, arm.step_brake)
         report["check_ms"].append(round((time.perf_counter() - checked) * 1000, 4))
         if motion == "velocity":
-            arm.stream_joint_velocity((step_target - q) / period_s, period_s)
+            arm.stream_joint_velocity(step.velocity, period_s)
         else:
-            arm.stream_joint_target(step_target)
+            arm.stream_joint_target(step.target)
+        scale = round(step.scale, 4)
+        if step.bound is not None and scale < min(report["scale"], default=1.0):
+            report["bound"] = step.bound
+        report["scale"].append(scale)
         report["step_times_s"].append(time.monotonic())
         report["step_clock_s"].append(arm.clock_s())
         report["steps"] += 1
-        target = step_target
+        target = step.target
     return target
 
 
@@ -166,14 +171,21 @@ def _stopped(arm: FrankyArm, report: dict[str, Any]) -> None:
     report["stop"] = stop
 
 
+def _shaped(arm: FrankyArm, action: np.ndarray, q: np.ndarray, action_space: str, period_s: float, index: int):
+    """The step an action asks for from joints `q`, shaped to the arm's velocity limits."""
+    if action_space == "joint_velocity":
+        check_action(arm.envelope, action, index, droid.FAR_OVER_UNITS)
+    return shape_step(arm.envelope, q, droid.joint_target(action, q, action_space), period_s)
+
+
 def _check_ahead(arm: FrankyArm, joints: Sequence[float], velocities: Sequence[float], chunk: np.ndarray,
                  action_space: str, period_s: float, first_step: int, clear: list[KeepClear]) -> None:
-    """Each step of the chunk as it would run if every target were reached on time."""
+    """Each step of the chunk as it would run if every shaped target were reached on time."""
     q, dq = np.asarray(joints, dtype=float), np.asarray(velocities, dtype=float)
     for k, action in enumerate(chunk):
-        target = droid.joint_target(action, q, action_space)
-        check_step(arm.envelope, q, dq, target, period_s, first_step + k, clear, arm.stopping_rad_s2)
-        q, dq = target, (target - q) / period_s
+        step = _shaped(arm, action, q, action_space, period_s, first_step + k)
+        check_step(arm.envelope, q, dq, step, period_s, first_step + k, clear, arm.step_brake)
+        q, dq = step.target, step.velocity
 
 
 def _measured(arm: FrankyArm) -> list[float] | None:

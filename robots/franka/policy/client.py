@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from robots.franka.config import FrankaConfig, PolicyConfig
-from robots.franka.policy_loop import FrankaPolicy
+from robots.franka.policy.loop import FrankaPolicy
 from rpent.robot import ConfigError
 
 

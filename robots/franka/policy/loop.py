@@ -4,7 +4,7 @@
 vla_client_node with runtime_mode ros: the arm, gripper and cameras are then proxies of their
 nodes). Per inference it captures the exterior and the wrist camera, reads the measured joints
 and gripper, asks the server (rpent.rpc.transport.vla_openpi: deadlines, reconnects, a size cap) and hands
-the first `open_loop_horizon` actions to the arm's streaming loop (robots.franka.joint_steps, in
+the first `open_loop_horizon` actions to the arm's streaming loop (robots.franka.policy.stream, in
 the arm's process: here, or the arm node's run_joint_steps), which checks every step before franky sees it.
 Only the gripper changes split a chunk: the hand is commanded when the binarised gripper action
 flips, while the arm keeps going.
@@ -27,9 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from robots.franka import droid, joint_steps
 from robots.franka.config import PolicyConfig
-from robots.franka.step_check import KeepClear
+from robots.franka.policy import droid, stream
+from robots.franka.policy.step_safety import KeepClear
 from rpent.rpc.errors import RpcError
 from rpent.runtime.arm import RuntimeFault
 
@@ -65,35 +65,49 @@ def hand_closing(state: Any) -> bool | None:
 
 
 class _Hand:
-    """The gripper as a policy drives it: binarised commands run beside the arm's steps."""
+    """The gripper as a policy drives it: binarised commands run beside the arm's steps, in a thread of
+    their own, so the arm's loop never waits for the hand (a grasp can take seconds). A command given
+    while another runs goes after it; of several given meanwhile, only the last."""
 
     def __init__(self, gripper: Any, force_n: float) -> None:
         self.gripper = gripper
         self.force_n = force_n
         self.closing: bool | None = None
-        self._thread: threading.Thread | None = None
+        self._pending: bool | None = None
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None  # the last worker, joined by wait()
+        self._worker: threading.Thread | None = None  # the worker taking commands now, if any
         self.error: str | None = None
 
     def command(self, close: bool) -> None:
         if self.gripper is None or close == self.closing:
             return
-        self.wait(GRIPPER_TIMEOUT_S)
-        self.closing = close
-        self._thread = threading.Thread(target=self._run, args=(close,), name="rpent-policy-gripper", daemon=True)
-        self._thread.start()
+        with self._lock:
+            self.closing, self._pending = close, close
+            if self._worker is None:  # else the running worker takes it next
+                self._worker = self._thread = threading.Thread(target=self._run, name="rpent-policy-gripper",
+                                                               daemon=True)
+                self._thread.start()
 
-    def _run(self, close: bool) -> None:
-        try:
-            if close:
-                self.gripper.grasp(0.0, self.force_n, timeout_s=GRIPPER_TIMEOUT_S)
-            else:
-                self.gripper.open(timeout_s=GRIPPER_TIMEOUT_S)
-        except Exception as exc:  # reported with the run's result
-            self.error = f"{type(exc).__name__}: {exc}"
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                close, self._pending = self._pending, None
+                if close is None:
+                    self._worker = None
+                    return
+            try:
+                if close:
+                    self.gripper.grasp(0.0, self.force_n, timeout_s=GRIPPER_TIMEOUT_S)
+                else:
+                    self.gripper.open(timeout_s=GRIPPER_TIMEOUT_S)
+            except Exception as exc:  # reported with the run's result
+                self.error = f"{type(exc).__name__}: {exc}"
 
     @property
     def busy(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        with self._lock:
+            return self._worker is not None
 
     def wait(self, timeout_s: float) -> None:
         if self._thread is not None:
@@ -111,8 +125,8 @@ class FrankaPolicy:
                  config: PolicyConfig, run_steps: Callable[..., dict[str, Any]] | None = None) -> None:
         self.client = client
         self.arm = arm
-        # Executes one chunk beside the arm: robots.franka.joint_steps on this arm, or its node's run_joint_steps.
-        self.run_steps = run_steps or functools.partial(joint_steps.run, arm)
+        # Executes one chunk beside the arm: robots.franka.policy.stream on this arm, or its node's run_joint_steps.
+        self.run_steps = run_steps or functools.partial(stream.run, arm)
         self.gripper = gripper
         self.exterior_camera = exterior_camera
         self.wrist_camera = wrist_camera
@@ -240,7 +254,7 @@ class _Run:
         while start < len(chunk):
             end = next((i for i in range(start, len(chunk)) if closes[i] != closes[start]), len(chunk))
             self.hand.command(closes[start])
-            reason = self._segment(chunk[start:end, :7], hold=end == len(chunk))
+            reason = self._segment(chunk[start:end, :7], continues=start > 0)
             if reason is not None:
                 return reason
             start = end
@@ -254,16 +268,16 @@ class _Run:
         joints = np.asarray(self.policy.arm.state().joints)
         return float(np.max(np.abs(chunk[:, :7] - joints)))
 
-    def _segment(self, actions: np.ndarray, hold: bool) -> str | None:
+    def _segment(self, actions: np.ndarray, continues: bool) -> str | None:
         if self.cancelled:  # a cancel during the observation or the inference: no step goes out after it
             return "cancelled"
         report = self.policy.run_steps(
             actions.tolist(), action_space=self.action_space, motion=self.config.motion,
-            period_s=1.0 / self.config.control_hz, first_step=self.steps, hold=hold,
+            period_s=1.0 / self.config.control_hz, first_step=self.steps,
             keep_clear=self.keep_clear, cancel=self.policy._cancel,
         )
         self.steps += int(report["steps"])
-        self.control.add(report)
+        self.control.add(report, continues)
         if "stop" in report:
             self.result["stop"] = {**self.result.get("stop", {}), **report["stop"]}
         stopped = report["stopped"]
@@ -335,12 +349,24 @@ class _Control:
         self.wall_periods_ms: list[float] = []
         self.check_ms: list[float] = []
         self.tracking: list[float] = []
+        self.scales: list[float] = []
+        self._last: tuple[float, float] | None = None  # the last step's (robot, machine) clock
+        self.bound: str | None = None  # what set the smallest scale
 
-    def add(self, report: dict[str, Any]) -> None:
-        self.periods_ms += [(b - a) * 1000 for a, b in itertools.pairwise(report["step_clock_s"])]
-        self.wall_periods_ms += [(b - a) * 1000 for a, b in itertools.pairwise(report["step_times_s"])]
+    def add(self, report: dict[str, Any], continues: bool = False) -> None:
+        """One segment's steps; `continues`: it goes on the chunk of the segment before (a gripper change
+        split them), so the period between the two counts too."""
+        clocks, walls = report["step_clock_s"], report["step_times_s"]
+        if continues and clocks and self._last is not None:
+            clocks, walls = [self._last[0], *clocks], [self._last[1], *walls]
+        self._last = (clocks[-1], walls[-1]) if clocks else None
+        self.periods_ms += [(b - a) * 1000 for a, b in itertools.pairwise(clocks)]
+        self.wall_periods_ms += [(b - a) * 1000 for a, b in itertools.pairwise(walls)]
         self.check_ms += report["check_ms"]
         self.tracking += report["tracking_error_rad"]
+        if report.get("scale") and (not self.scales or min(report["scale"]) < min(self.scales)):
+            self.bound = report.get("bound")
+        self.scales += report.get("scale", [])
 
     def summary(self) -> dict[str, Any]:
         summary: dict[str, Any] = {"period_ms": round(self.nominal_ms, 2), "periods": len(self.periods_ms)}
@@ -353,6 +379,12 @@ class _Control:
         if self.check_ms:
             summary.update(p50_check_ms=_round(np.percentile(self.check_ms, 50)),
                            p99_check_ms=_round(np.percentile(self.check_ms, 99)))
+        if self.scales:
+            # Steps shaped down to a velocity limit (as DROID's robot scales a whole action), how far at most.
+            scaled = [v for v in self.scales if v < 1.0]
+            summary.update(scaled_steps=len(scaled), smallest_scale=_round(min(self.scales)))
+            if scaled:
+                summary["smallest_scale_bound_by"] = self.bound
         if self.tracking:
             summary.update(mean_tracking_error_rad=round(float(np.mean(self.tracking)), 5),
                            max_tracking_error_rad=round(float(np.max(self.tracking)), 5))

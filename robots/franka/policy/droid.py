@@ -10,7 +10,7 @@ the client clips every action to [-1, 1] and binarises the gripper at 0.5, and e
 8 actions of a chunk before asking again.
 
 A policy trained on absolute joint targets (`joint_position`) sends the seven targets themselves.
-Nothing here talks to a robot or a server: robots.franka.policy_loop does.
+Nothing here talks to a robot or a server: robots.franka.policy.loop does.
 """
 
 from __future__ import annotations
@@ -31,6 +31,9 @@ OPEN_LOOP_HORIZON = 8
 #: The joint change per control step of a joint velocity action of 1 (DROID's robot_ik).
 MAX_JOINT_DELTA_RAD = 0.2
 GRIPPER_CLOSE_ABOVE = 0.5
+#: A joint velocity action beyond this many units is refused, not clipped: DROID's client clips to
+#: [-1, 1], which absorbs a checkpoint's small overshoot, but no DROID policy sends 1.5 (4.5 rad/s).
+FAR_OVER_UNITS = 1.5
 ACTION_DIM = 8
 
 ActionSpace = Literal["joint_velocity", "joint_position"]

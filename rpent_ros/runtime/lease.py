@@ -1,0 +1,140 @@
+"""Leases on streamed calls: a policy's motion never outlives the node that supervises it.
+
+A leased RuntimeCall (LEASED_METHODS: the arm node's `run_joint_steps`, the vla_client_node's `run`)
+runs only while its caller renews it. The caller's RuntimeProxy publishes a renewal on
+`<action>/lease` every RENEW_S from the thread that waits for the call, so a caller that freezes
+(SIGSTOP, a hung executor), dies or loses the network stops renewing. The serving node stops the call
+when no renewal came for LEASE_S, as it stops a cancelled one (the call's cancel event and the
+target's `stop()`); a caller that cancels also sends a release, which stops the call at once.
+
+Renewals and releases are taken by a node of their own in the serving process, and one thread of its
+own both takes them and judges the leases: the stop goes out from it without waiting behind the
+serving node's executor, which may be busy with the very goals it would stop (a RuntimeCall's `stop`
+is a goal like any other and queued behind them). It takes every renewal that has arrived before it
+judges, so a process whose threads were held up (a loaded machine) does not count renewals that came
+meanwhile as missing. The message is action_msgs/GoalInfo: the goal's id, and a stamp that is zero
+for a release.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from action_msgs.msg import GoalInfo
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+log = logging.getLogger(__name__)
+
+#: A leased call stops when its caller renewed nothing for this long.
+LEASE_S = 0.2
+#: How often a waiting caller renews: four renewals per lease, so one lost on the way costs nothing.
+RENEW_S = 0.05
+#: The calls that stream motion: they run only under a lease.
+LEASED_METHODS = frozenset({"run_joint_steps", "run"})
+# How often the watchdog looks: a stop goes out at most this long after the lease ran out.
+_WATCH_S = 0.01
+_TAKE_AT_ONCE = 50  # renewals taken in one go before the leases are judged (at most)
+_QOS = QoSProfile(depth=20, reliability=ReliabilityPolicy.RELIABLE)  # a release must not be lost
+
+
+def lease_topic(action_name: str) -> str:
+    """The lease topic of a RuntimeCall action (`/arm_left/left/call` -> `/arm_left/left/call/lease`)."""
+    return f"{action_name.rstrip('/')}/lease"
+
+
+class LeaseRenewer:
+    """The caller's side: renewals and releases of its goals on one action's lease topic."""
+
+    def __init__(self, node: Node, action_name: str) -> None:
+        self._node = node
+        self._publisher = node.create_publisher(GoalInfo, lease_topic(action_name), _QOS)
+
+    def renew(self, goal_id: object) -> None:
+        self._publisher.publish(GoalInfo(goal_id=goal_id, stamp=self._node.get_clock().now().to_msg()))
+
+    def release(self, goal_id: object) -> None:
+        """The caller is done with the goal (it cancels it): the serving node stops it at once."""
+        self._publisher.publish(GoalInfo(goal_id=goal_id))
+
+
+class LeaseWatch:
+    """The serving side, for one RuntimeCall server: `on_lapse(key, why)` once for each watched goal whose
+    lease ran out or was released, from a thread that does not wait for the serving node's executor."""
+
+    def __init__(self, node: Node, action_name: str, on_lapse: Callable[[bytes, str], None]) -> None:
+        self._on_lapse = on_lapse
+        self._lock = threading.Lock()
+        self._renewed: dict[bytes, float] = {}  # watched goal -> when it was last renewed (monotonic)
+        self._released: set[bytes] = set()
+        self._node = Node(f"{node.get_name()}_lease", namespace=node.get_namespace(), context=node.context,
+                          start_parameter_services=False)
+        self._node.create_subscription(GoalInfo, lease_topic(action_name), self._renewal, _QOS)
+        self._executor = SingleThreadedExecutor(context=node.context)
+        self._executor.add_node(self._node)
+        self._running = True
+        self._thread = threading.Thread(target=self._watch, name="rpent-lease", daemon=True)
+        self._thread.start()
+
+    def watch(self, key: bytes) -> None:
+        """A leased goal starts: it has LEASE_S for its first renewal."""
+        with self._lock:
+            self._renewed[key] = time.monotonic()
+
+    def forget(self, key: bytes) -> None:
+        with self._lock:
+            self._renewed.pop(key, None)
+            self._released.discard(key)
+
+    def _renewal(self, message: GoalInfo) -> None:
+        key = bytes(message.goal_id.uuid)
+        with self._lock:
+            if key not in self._renewed:
+                return  # not (or no longer) running here
+            if message.stamp.sec == 0 and message.stamp.nanosec == 0:
+                self._released.add(key)
+            else:
+                self._renewed[key] = time.monotonic()
+        if key in self._released:
+            self._lapse(key, "released by its caller")
+
+    def _watch(self) -> None:
+        while self._running and self._node.context.ok():
+            try:
+                self._executor.spin_once(timeout_sec=_WATCH_S)
+                lapsed = self._lapsed()
+                if lapsed:  # first whatever else has arrived meanwhile (this thread was held up, say)
+                    for _ in range(_TAKE_AT_ONCE):
+                        self._executor.spin_once(timeout_sec=0.0)
+                    lapsed = self._lapsed()
+            except Exception:
+                if not self._node.context.ok():
+                    return  # the process is shutting down
+                raise
+            for key, silent_s in lapsed:
+                self._lapse(key, f"its caller renewed its lease for {LEASE_S} s no more (none for {silent_s:.2f} s)")
+
+    def _lapsed(self) -> list[tuple[bytes, float]]:
+        now = time.monotonic()
+        with self._lock:
+            return [(key, now - at) for key, at in self._renewed.items() if now - at > LEASE_S]
+
+    def _lapse(self, key: bytes, why: str) -> None:
+        with self._lock:
+            if self._renewed.pop(key, None) is None:
+                return  # lapsed once already
+            self._released.discard(key)
+        try:
+            self._on_lapse(key, why)
+        except Exception:
+            log.exception("stopping a call whose lease lapsed failed")
+
+    def close(self) -> None:
+        self._running = False
+        self._thread.join(5.0)
+        self._executor.shutdown()
+        self._node.destroy_node()

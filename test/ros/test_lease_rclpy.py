@@ -1,0 +1,138 @@
+"""A streamed call runs only under its caller's lease (rpent_ros/runtime/lease.py): a runtime node stops it
+when its caller stops renewing, and at once when its caller cancels, past the node's busy executor.
+
+The serving node runs on an executor of two threads of its own, as a runtime node's process does (node_main),
+so a test can keep them busy; the caller is a RuntimeProxy, as in the toolkit and the vla_client_node.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+
+pytest.importorskip("rclpy", reason="rclpy not importable: ROS 2 is not sourced")
+pytest.importorskip("rpent.action", reason="rpent interfaces not generated: colcon build this package and source it")
+
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.node import Node
+
+from rpent_ros.runtime import lease
+from rpent_ros.runtime.proxy import RemoteRuntimeError, RuntimeProxy
+from rpent_ros.runtime.runtime_node import RuntimeNode
+from rpent_ros.spinning import BackgroundSpin
+
+from .goals import wait_until
+
+pytestmark = [pytest.mark.ros, pytest.mark.timeout(120)]
+
+CONTROL_PERIOD_S = 1 / 15
+
+
+class Streaming:
+    """An arm whose `run_joint_steps` streams until stopped (its cancel event or stop()); `hold` keeps an
+    executor thread of the serving node busy until released, as a long `wait` goal does."""
+
+    def __init__(self) -> None:
+        self.started = threading.Event()
+        self.stopped_at: float | None = None
+        self._stop = threading.Event()
+        self.holding = threading.Event()
+        self.released = threading.Event()
+
+    def run_joint_steps(self, cancel: threading.Event) -> dict[str, Any]:
+        self._stop.clear()
+        self.started.set()
+        while not (cancel.is_set() or self._stop.wait(0.001)):
+            pass
+        return {"stopped": "stopped"}
+
+    def hold(self) -> str:
+        self.holding.set()
+        self.released.wait(30)
+        return "held"
+
+    def stop(self) -> None:
+        if self.stopped_at is None:
+            self.stopped_at = time.monotonic()
+        self._stop.set()
+
+
+@pytest.fixture
+def streamer(ros):
+    """(the target, a RuntimeProxy to it): the serving node spun by two threads of its own."""
+    ros(Node("lease_rclpy_context_holder"))  # rclpy initialised by the `ros` fixture
+    target = Streaming()
+    node = RuntimeNode("streamer")
+    node.serve("arm", target, frozenset({"run_joint_steps", "hold", "stop"}))
+    spin = BackgroundSpin(MultiThreadedExecutor(num_threads=2))
+    spin.executor.add_node(node)
+    proxy = RuntimeProxy(ros(Node("caller")), "/streamer/arm/call", "arm")
+    proxy.wait_ready(30)
+    try:
+        yield target, proxy
+    finally:
+        target.released.set()
+        node.shutdown()
+        spin.stop()
+        node.destroy_node()
+
+
+def start_streaming(proxy: RuntimeProxy, cancel: threading.Event) -> tuple[threading.Thread, dict[str, Any]]:
+    outcome: dict[str, Any] = {}
+
+    def call() -> None:
+        try:
+            outcome["result"] = proxy.call("run_joint_steps", cancel=cancel)
+        except Exception as exc:
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=call, daemon=True)
+    thread.start()
+    return thread, outcome
+
+
+def test_a_call_whose_caller_stops_renewing_is_stopped_within_the_lease(streamer, monkeypatch):
+    target, proxy = streamer
+    thread, outcome = start_streaming(proxy, threading.Event())
+    assert target.started.wait(30)
+    # Renewed, it runs on well past its lease.
+    assert not thread.join(5 * lease.LEASE_S) and target.stopped_at is None
+    renewals: list[float] = []
+    renew = lease.LeaseRenewer.renew
+
+    def frozen(self, goal_id):  # the caller freezes (SIGSTOP, a hung thread) after this renewal
+        if not renewals:
+            renewals.append(time.monotonic())
+            renew(self, goal_id)
+
+    monkeypatch.setattr(lease.LeaseRenewer, "renew", frozen)
+    wait_until(lambda: target.stopped_at is not None, 10, "the call stopped")
+    thread.join(10)
+    lapsed_after = target.stopped_at - renewals[0]
+    print(f"\nstopped {lapsed_after * 1000:.0f} ms after the last renewal (lease {lease.LEASE_S * 1000:.0f} ms)")
+    assert lease.LEASE_S <= lapsed_after < lease.LEASE_S + 0.1, lapsed_after
+    assert isinstance(outcome.get("error"), RemoteRuntimeError) and "renewed its lease" in str(outcome["error"]), outcome
+
+
+def test_a_cancelled_call_is_stopped_within_a_control_period_while_the_node_s_executor_is_busy(streamer):
+    """The caller's cancel also releases the lease: the stop goes out from the node's lease thread, not
+    behind the goals that keep its executor busy (the cancel request itself waits for a free thread)."""
+    target, proxy = streamer
+    cancel = threading.Event()
+    thread, outcome = start_streaming(proxy, cancel)
+    assert target.started.wait(30)
+    # The node's other executor thread held too: a cancel request now waits for a free thread.
+    threading.Thread(target=proxy.call, args=("hold",), daemon=True).start()
+    assert target.holding.wait(30)
+    cancelled = time.monotonic()
+    cancel.set()
+    wait_until(lambda: target.stopped_at is not None, 10, "the call stopped")
+    latency = target.stopped_at - cancelled
+    print(f"\ncancel -> stop {latency * 1000:.1f} ms with the serving node's executor busy")
+    assert latency < CONTROL_PERIOD_S, latency
+    target.released.set()
+    thread.join(10)
+    assert "result" in outcome or isinstance(outcome.get("error"), RemoteRuntimeError), outcome
