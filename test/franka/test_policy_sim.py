@@ -207,8 +207,8 @@ class PeakSpeeds:
 
 CHECKPOINT_SIZED = {
     # name: (the policy, how many steps it runs)
-    "reaching_at_0.4_units": (lambda: Reaching(GOAL_OFFSET, units=0.4), 32),
-    "reaching_at_0.6_units": (lambda: Reaching(GOAL_OFFSET, units=0.6), 32),
+    "reaching_at_0.4_units": (lambda: Reaching(GOAL_OFFSET, units=0.4), 48),
+    "reaching_at_0.6_units": (lambda: Reaching(GOAL_OFFSET, units=0.6), 48),
     "reversing_in_one_step": (lambda: Reversing(joint=5, units=0.3), 16),  # the wrist pitch: the hand stays put
 }
 GOAL_OFFSET = np.array([0.25, 0.0, 0.0, 0.0, 0.0, 0.3, 0.0])  # joint 1 and joint 6 from home: safe all the way

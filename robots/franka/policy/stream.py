@@ -64,11 +64,11 @@ def run(
     The result: `steps` run, `stopped` (None when the chunk ran out; "stopped", "refused",
     "reflex" or "fault"), `refused` (limit, value, rule, step), `error`, the measured `joints_rad`
     at the end; per step `step_clock_s` (the robot's clock when it was commanded), `step_times_s`
-    (this machine's monotonic clock, the same), `check_ms` (its envelope check) and
+    (this machine's monotonic clock, the same), `check_ms` (its shaping and envelope check),
     `tracking_error_rad` (the largest joint gap between its target and the measured joints one
-    period later) and `scale` (1.0: run as asked; below: shaped down to a velocity limit, the
-    lowest with `bound`, the joint and limit that set it). A stop adds `stop`: when it was sent (monotonic), the fastest joint speed then,
-    and the robot-clock seconds until the arm was at rest.
+    period later) and `scale` (1.0: run as asked; below: shaped down to a velocity limit; for the
+    lowest, `bound` names the joint and the limit). A stop adds `stop`: when it was sent
+    (monotonic), the fastest joint speed then, and the robot-clock seconds until the arm was at rest.
     """
     if action_space not in droid.ACTION_SPACES:
         raise ValueError(f"action_space: must be one of {list(droid.ACTION_SPACES)}, got {action_space!r}")
