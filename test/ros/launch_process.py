@@ -118,7 +118,7 @@ class JointRecord:
         whole = chunk[: chunk.rfind(b"\n") + 1]
         self._read += len(whole)
         self._lines += [json.loads(line) for line in whole.splitlines() if line.strip()]
-        return list(self._lines)
+        return self._lines  # appended to, never changed: callers only read it
 
     def rest_after(self, arm: str, pressed: float) -> tuple[float, float] | None:
         """(robot seconds, wall seconds) from the wall-clock moment `pressed` until `arm` is at rest, judged on
@@ -131,17 +131,29 @@ class JointRecord:
         than on the robot's; on a real arm the two clocks are one."""
         from robots.franka.hardware.franky_arm import at_rest
 
-        samples = [(r["t"], r["sim_s"], at_rest(r["dq"][arm])) for r in self.lines()]
+        # From the record before `pressed` on (a test polls this 50 records a second into its run).
+        lines = self.lines()
+        first = next((i for i in range(len(lines) - 1, -1, -1) if lines[i]["t"] <= pressed), 0)
+        samples = [(r["t"], r["sim_s"], at_rest(r["dq"][arm])) for r in lines[first:]]
         before = [s for s in samples if s[0] <= pressed]
         after = [s for s in samples if s[0] > pressed]
         if not before or not after:
             return None
         (t0, sim0, _), (t1, sim1, _) = before[-1], after[0]
         pressed_sim = sim0 + (sim1 - sim0) * (pressed - t0) / (t1 - t0)
-        for i, (t, sim, _) in enumerate(samples):
-            if sim >= pressed_sim and samples[-1][1] - sim >= 0.5 and all(rest for *_, rest in samples[i:]):
-                return sim - pressed_sim, t - pressed
-        return None
+        resting_from = None  # the first record of the last unbroken run of records at rest
+        for i, (_, _, rest) in enumerate(samples):
+            if not rest:
+                resting_from = None
+            elif resting_from is None:
+                resting_from = i
+        if resting_from is None:
+            return None
+        t, sim, _ = samples[resting_from]
+        if samples[-1][1] - sim < 0.5:
+            return None  # not at rest for long enough yet
+        sim = max(sim, pressed_sim)
+        return sim - pressed_sim, max(t, pressed) - pressed
 
     def largest_change(self, since: float) -> float:
         """The largest joint change (rad) of any arm between the first record at or after `since` and any later one."""
