@@ -12,14 +12,21 @@ Prints, in process (`--runtime-mode inprocess`, the default):
 - a checkpoint-sized policy (0.4 units, 1.2 rad/s, on joints 1 and 4, reversing each chunk): the share of
   its steps shaped down to the velocity cap, and the smallest scale.
 
-With `--runtime-mode ros` (ROS 2 sourced, the rpent package built): the same figures of one run_policy call
-through `ros2 launch rpent dual_franka.launch.py use_sim:=true vla_endpoint:=...` and the stock
-`ros2 action send_goal /toolkit/tools/run_policy`, from the run's own result (its control summary and
-inference log: the loop runs in the arm node, the observation and the inference in the vla_client_node),
-beside bare openpi-client's round trip from this process against the same server with the observations
-the node sent.
+With `--runtime-mode ros` (ROS 2 sourced, the rpent package built), through `ros2 launch rpent
+dual_franka.launch.py use_sim:=true vla_endpoint:=...` and the stock `ros2 action send_goal
+/toolkit/tools/run_policy`, all on the right arm:
+- the figures above of one run_policy call, from the run's own result (its control summary and inference log:
+  the loop runs in the arm node, the observation and the inference in the vla_client_node), beside bare
+  openpi-client's round trip from this process during the run, with the observations the node sent;
+- the share of shaped steps of the checkpoint-sized policy;
+- the stop: `--cancels` Ctrl-C presses at random moments of a chunk the arm runs at speed: the toolkit's cancel
+  to the stop sent to franky in the arm node and the press to that stop (p50/p99; aim p99 <= 66.7 ms), and the
+  press to the arm at rest on the robot's clock (the simulator's joint record);
+- the lease: the toolkit node and the vla_client_node each SIGSTOPped `--freezes` times mid-chunk, and the
+  vla_client_node SIGKILLed once: the signal to the arm at rest, robot clock and wall (aim <= 300 ms).
 
-    MUJOCO_GL=egl python bench/bench_policy.py [--steps 240] [--trials 200] [--runtime-mode ros]
+    MUJOCO_GL=egl python bench/bench_policy.py [--steps 240] [--trials 200] [--runtime-mode ros [--cancels 20]
+                                                                                  [--freezes 3]]
 """
 
 from __future__ import annotations
@@ -27,18 +34,23 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import logging
+import math
 import os
+import signal
 import statistics
-import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 import numpy as np
 
 os.environ.setdefault("MUJOCO_GL", "egl")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# Last, not first: with ROS sourced, `rpent` must be the colcon-built package, which adds the generated
+# rpent.action beside the same code.
+sys.path.append(str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test"))  # the tests' scripted openpi server
 
 from fakes.droid_policies import droid_chunk
@@ -62,19 +74,33 @@ def sine(k: int) -> list[float]:
     return [0.1 * np.sin(k / 8 * np.pi), 0.0, 0.0, 0.05 * np.cos(k / 16 * np.pi), 0.0, 0.0, 0.0]
 
 
-def round_trips(server: ScriptedPolicyServer, client, obs: dict, trials: int, bare=None) -> dict[str, list[float]]:
-    """Round trips of `obs` through `client` and, interleaved so both see the same load, bare openpi-client."""
+BLOCKS = 8  # fresh connections for each client this many times over the trials
+
+
+def round_trips(server: ScriptedPolicyServer, client, obs: dict, trials: int) -> dict[str, list[float]]:
+    """Round trips of `obs` through `client` (None: only bare) and, interleaved so both see the same load,
+    bare openpi-client; each goes first in every other pair. Both connect afresh BLOCKS times: two bare
+    openpi-client connections to the same server, measured alike, differ by up to 1.6x in their median
+    beside a running simulator (which server thread a connection got), more than the clients differ."""
     from openpi_client.websocket_client_policy import WebsocketClientPolicy
 
-    bare = bare or WebsocketClientPolicy(host=server.endpoint)
     times: dict[str, list[float]] = {"ours": [], "bare": []}
-    for _ in range(trials):
-        for name, c in (("ours", client), ("bare", bare)):
-            if c is None:
-                continue
-            start = time.perf_counter()
-            c.infer(obs)
-            times[name].append(time.perf_counter() - start)
+    for block in range(BLOCKS):
+        bare = WebsocketClientPolicy(host=server.endpoint)
+        if client is not None:
+            client.close()
+            client.connect()
+        try:
+            for trial in range(max(1, trials // BLOCKS)):
+                pair = (("ours", client), ("bare", bare))
+                for name, c in pair if (block + trial) % 2 == 0 else pair[::-1]:
+                    if c is None:
+                        continue
+                    start = time.perf_counter()
+                    c.infer(obs)
+                    times[name].append(time.perf_counter() - start)
+        finally:
+            bare._ws.close()  # openpi-client has no close of its own
     return times
 
 
@@ -101,7 +127,6 @@ def in_process(args: argparse.Namespace) -> None:
                 obs = droid.observation(exterior, wrist, arm.state().joints, 0.0, "bench")
                 observe.append(time.perf_counter() - start)
             print(f"{'observation build (2 renders)':<40} {ms(observe)}")
-            policy.client.connect()
             times = round_trips(server, policy.client, obs, args.trials)
             ratio = statistics.median(times["ours"]) / statistics.median(times["bare"])
             print(f"{'inference round trip, our client':<40} {ms(times['ours'])}")
@@ -140,31 +165,199 @@ def in_process(args: argparse.Namespace) -> None:
             runtime.close()
 
 
-def send_goal(tool: str, arguments: dict, timeout_s: float) -> dict:
-    """The stock `ros2 action send_goal /toolkit/tools/<tool>`; the tool's action_result."""
-    goal = f"{{arguments_json: '{json.dumps(arguments)}'}}"
-    out = subprocess.run(["ros2", "action", "send_goal", f"/toolkit/tools/{tool}", "rpent/action/CallTool", goal],
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout_s).stdout
-    if "Goal finished with status: SUCCEEDED" not in out:
-        raise SystemExit(f"{tool} did not succeed:\n{out[-3000:]}")
-    marker = "result_json: '"
-    start = out.rindex(marker) + len(marker)
-    return json.loads(out[start:out.index("'\n", start)].replace("''", "'"))["action_result"]
+NOD_JOINT = 5  # joint 6 of the right arm, which the ROS mode nods: 0.1 units, 0.3 rad/s, reversed every chunk
+
+
+def nod(obs: dict, index: int) -> dict:
+    return droid_chunk([0.0] * NOD_JOINT + [0.1 if index % 2 == 0 else -0.1, 0.0])
+
+
+def checkpoint_sized(obs: dict, index: int) -> dict:
+    """0.4 units (1.2 rad/s) on the right arm's joint 7, reversed every chunk: what a pi0-FAST-DROID checkpoint
+    sends from rest. Joint 7 turns the hand in place: joint 1 or 4 at that speed carries the hand of the
+    dual scene's right arm out of the workspace box within three chunks (refused, as it should be)."""
+    return droid_chunk([0.0] * 6 + [0.4 if index % 2 == 0 else -0.4])
+
+
+def spread(values: list[float], unit: str = "ms") -> str:
+    """p50, p99 and the largest of `values`, and how many there are."""
+    values = sorted(values)
+    if not values:
+        return "(none)"
+    p99 = values[math.ceil(0.99 * len(values)) - 1]  # nearest rank: of fewer than 100, the largest
+    return (f"p50 {statistics.median(values):7.1f} {unit}   p99 {p99:7.1f} {unit}   "
+            f"max {values[-1]:7.1f} {unit}   (n={len(values)})")
+
+
+def wait_until(condition, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"{what}: not within {timeout_s} s")
+        time.sleep(0.01)
+
+
+class BareAlongside:
+    """Bare openpi-client's round trips while the vla_client_node runs the policy, so that both see the same
+    load (the simulator's renders and physics, the nodes): every 1/15 s, the node's latest observation,
+    against a scripted server of its own in this process (the node's server counts the inferences it
+    answers). The node's round trips are timed in the node, around its client's infer."""
+
+    def __init__(self, server: ScriptedPolicyServer) -> None:
+        self.server = server
+        self.times: list[float] = []
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="bare-alongside", daemon=True)
+
+    def __enter__(self) -> BareAlongside:
+        self._own = ScriptedPolicyServer(lambda obs, i: droid_chunk([0.0] * 7)).__enter__()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._thread.join(30)
+        self._own.__exit__(None, None, None)
+
+    def _run(self) -> None:
+        from openpi_client.websocket_client_policy import WebsocketClientPolicy
+
+        bare = WebsocketClientPolicy(host=self._own.endpoint)
+        try:
+            while not self._done.wait(PERIOD_S):
+                if not self.server.observations:
+                    continue
+                obs = self.server.observations[-1]
+                start = time.perf_counter()
+                bare.infer(obs)
+                self.times.append(time.perf_counter() - start)
+        finally:
+            bare._ws.close()
+
+
+def cancel_requests(server: ScriptedPolicyServer, record, count: int, rng) -> tuple[list[float], int]:
+    """`count` run_policy goals sent by an rclpy client of this process, each cancelled at a random moment
+    of a chunk the arm runs at speed: from the cancel request sent to the arm's stop sent to franky (ms, the
+    machine's monotonic clock in both processes), and how many cancels found the arm between chunks."""
+    import rclpy
+    from rclpy.executors import MultiThreadedExecutor
+    from rclpy.node import Node
+    from ros.goals import GoalClient
+
+    from rpent_ros.spinning import BackgroundSpin
+
+    rclpy.init()
+    executor = MultiThreadedExecutor(num_threads=4)
+    node = Node("bench_policy_cancels")
+    executor.add_node(node)
+    spinning = BackgroundSpin(executor)
+    latencies, between = [], 0
+    try:
+        client = GoalClient(node)
+        client.wait_for_server()
+        for _ in range(count):
+            server.script = nod
+            goal = client.send("run_policy", {"arm": "right", "instruction": "nod", "max_steps": 3000})
+            assert goal.wait_answered(60), "run_policy was not accepted"
+            asked = len(server.observations)
+            wait_until(lambda n=asked: len(server.observations) > n, 120, "a chunk asked for")
+            since = time.time()
+            wait_until(lambda t=since: record.turning("right", NOD_JOINT, t, 0.2), 120, "the right arm nodding at speed")
+            time.sleep(rng.uniform(0.0, 0.3))  # a moment spread over the chunk
+            sent, sent_wall = time.perf_counter(), time.time()
+            client.cancel(goal, 30)
+            goal.wait_finished(60)
+            stop = json.loads(goal.result.result_json)["action_result"].get("stop", {})
+            if stop.get("sent_s") is not None:
+                latencies.append((stop["sent_s"] - sent) * 1000)
+            else:
+                between += 1
+            wait_until(lambda t=sent_wall: record.rest_after("right", t) is not None, 60, "the right arm at rest")
+    finally:
+        spinning.stop()
+        node.destroy_node()
+        rclpy.shutdown()
+    return latencies, between
 
 
 def under_ros(args: argparse.Namespace) -> None:
-    from ros.launch_process import Launch, environment
+    from ros.launch_process import JointRecord, Launch, environment
+    from ros.stock_cli import SendGoal
 
+    def run_policy(arguments: dict, timeout_s: float) -> dict:
+        cli = SendGoal.of_tool("run_policy", {"arm": "right", "instruction": "bench", **arguments})
+        out = cli.finished(timeout_s)
+        if "Goal finished with status: SUCCEEDED" not in out:
+            try:
+                why = {k: cli.result().get(k) for k in ("stopped", "error", "refused", "steps")}
+            except (ValueError, KeyError):
+                why = out[-3000:]
+            raise SystemExit(f"run_policy {arguments} did not succeed: {why}")
+        return cli.result()
+
+    def nodding(server: ScriptedPolicyServer, record: JointRecord) -> SendGoal:
+        """run_policy nodding the right arm's joint 6, once a chunk of it runs at speed."""
+        server.script = nod
+        cli = SendGoal.of_tool("run_policy", {"arm": "right", "instruction": "nod", "max_steps": 3000})
+        cli.wait_for("stage: running", 120)
+        asked = len(server.observations)
+        wait_until(lambda: len(server.observations) > asked, 120, "a chunk asked for")
+        since = time.time()
+        wait_until(lambda: record.turning("right", NOD_JOINT, since, 0.2), 120, "the right arm nodding at speed")
+        return cli
+
+    def at_rest(record: JointRecord, since: float) -> tuple[float, float]:
+        wait_until(lambda: record.rest_after("right", since) is not None, 60, "the right arm at rest")
+        return record.rest_after("right", since)
+
+    logging.getLogger("websockets.server").setLevel(logging.CRITICAL)  # a cancel cuts the policy's connection
+    rng = np.random.default_rng(7)
     with ScriptedPolicyServer(lambda obs, i: droid_chunk(sine(8 * i))) as server, \
             tempfile.TemporaryDirectory(prefix="bench_policy_") as tmp:
+        record = JointRecord(Path(tmp) / "joints.jsonl")
         launch = Launch("dual_franka.launch.py", "use_sim:=true", f"sim_hosts:={','.join(free_sim_hosts(200, 224, 2))}",
-                        f"vla_endpoint:={server.endpoint}", f"output_dir:={tmp}/run", log=Path(tmp) / "launch.log",
-                        env=environment())
+                        f"vla_endpoint:={server.endpoint}", f"output_dir:={tmp}/run", f"sim_joint_record:={record.path}",
+                        log=Path(tmp) / "launch.log", env=environment())
         try:
-            result = send_goal("run_policy", {"arm": "right", "instruction": "bench", "max_steps": args.steps,
-                                              "max_duration_s": 600}, timeout_s=900)
-            # Bare openpi-client from here on the observations the node sent, while the launch still runs.
-            bare = round_trips(server, None, server.observations[-1], args.trials)["bare"]
+            launch.wait_for("tools served", 240)
+            with BareAlongside(server) as alongside:
+                result = run_policy({"max_steps": args.steps, "max_duration_s": 600}, 900)
+            bare = alongside.times
+            server.script = checkpoint_sized
+            sized = run_policy({"max_steps": 48, "max_duration_s": 600}, 600)
+
+            # Ctrl-C on the stock CLI, at a random moment of a chunk the arm runs at speed.
+            cancel_ms, press_ms, rest_s, between = [], [], [], 0
+            for _ in range(args.cancels):
+                cli = nodding(server, record)
+                time.sleep(rng.uniform(0.0, 0.3))  # a moment spread over the chunk (533 ms of robot time)
+                cli.ctrl_c(60)
+                cli.finished(60)
+                stop = cli.result().get("stop", {})
+                if stop.get("sent_s") is not None:  # the cancel reached the arm in a chunk
+                    cancel_ms.append(stop["latency_ms"])
+                    press_ms.append((stop["sent_s"] - cli.pressed_perf) * 1000)
+                else:
+                    between += 1
+                rest_s.append(at_rest(record, cli.pressed_at)[0] * 1000)
+
+            # A cancel request from an rclpy client of this process: the request sent to the stop sent to franky.
+            request_ms, request_between = cancel_requests(server, record, args.cancels, rng)
+
+            # The supervisor frozen or killed while the arm nods: its lease lapses, the arm node stops the arm.
+            lapses: dict[str, list[tuple[float, float]]] = {}
+            for who, sent in [("toolkit", signal.SIGSTOP)] * args.freezes + [("vla_right", signal.SIGSTOP)] * \
+                    args.freezes + [("vla_right", signal.SIGKILL)]:
+                cli = nodding(server, record)
+                pid, frozen = launch.pid_of(who), time.time()
+                os.kill(pid, sent)
+                try:
+                    robot_s, wall_s = at_rest(record, frozen)
+                finally:
+                    if sent == signal.SIGSTOP:
+                        os.kill(pid, signal.SIGCONT)
+                lapses.setdefault(f"{who} {signal.Signals(sent).name}", []).append((robot_s * 1000, wall_s * 1000))
+                cli.finished(120)
         finally:
             launch.stop()
         control, log = result["control"], result["inference_log"]
@@ -178,12 +371,25 @@ def under_ros(args: argparse.Namespace) -> None:
               f"robot clock / this machine's {control['clock_rate']})")
         print(f"{'tracking error':<40} mean {control['mean_tracking_error_rad']:.4f} rad   "
               f"max {control['max_tracking_error_rad']:.4f} rad")
-        print(f"{'steps shaped to a velocity limit':<40} {control.get('scaled_steps', 0)} of {result['steps']}, "
-              f"smallest scale {control.get('smallest_scale')}")
         ours = [i["latency_ms"] / 1000 for i in log]
         ratio = statistics.median(ours) / statistics.median(bare)
         print(f"{'inference round trip, vla_client_node':<40} {ms(ours)}")
-        print(f"{'inference round trip, bare openpi-client':<40} {ms(bare)}   ratio {ratio:.3f} (aim <= 1.1)")
+        print(f"{'inference round trip, bare openpi-client':<40} {ms(bare)}   ratio {ratio:.3f} (aim <= 1.1; "
+              "bare from this process, every 1/15 s during the run)")
+        shaped = sized["control"]
+        print(f"{'checkpoint-sized policy (0.4 units, j7)':<40} {shaped.get('scaled_steps', 0)} of {sized['steps']} steps "
+              f"shaped ({100 * shaped.get('scaled_steps', 0) / max(1, sized['steps']):.0f}%), smallest scale "
+              f"{shaped.get('smallest_scale')} ({shaped.get('smallest_scale_bound_by')}), stopped {sized['stopped']}")
+        print(f"{'toolkit cancel -> arm stop sent':<40} {spread(cancel_ms)}   (aim p99 <= 66.7 ms; "
+              f"{between} of {args.cancels} cancels found the arm at rest between chunks)")
+        print(f"{'cancel request (rclpy) -> arm stop sent':<40} {spread(request_ms)}   (aim p99 <= 66.7 ms; "
+              f"{request_between} of {args.cancels} found the arm at rest between chunks)")
+        print(f"{'Ctrl-C -> arm stop sent':<40} {spread(press_ms)}   (the stock CLI's own handling of the press "
+              "included)")
+        print(f"{'Ctrl-C -> arm at rest (robot clock)':<40} {spread(rest_s)}   (nodding at 0.3 rad/s)")
+        for who, times in lapses.items():
+            print(f"{who + ' -> arm at rest':<40} robot clock {spread([r for r, _ in times])}; "
+                  f"wall {spread([w for _, w in times])}   (aim <= 300 ms)")
 
 
 def main() -> None:
@@ -191,6 +397,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=240)
     parser.add_argument("--trials", type=int, default=200)
     parser.add_argument("--runtime-mode", choices=("inprocess", "ros"), default="inprocess")
+    parser.add_argument("--cancels", type=int, default=20, help="ros: Ctrl-C presses timed")
+    parser.add_argument("--freezes", type=int, default=3, help="ros: SIGSTOPs of the toolkit and of the vla_client_node")
     args = parser.parse_args()
     (under_ros if args.runtime_mode == "ros" else in_process)(args)
 

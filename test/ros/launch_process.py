@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -100,6 +101,16 @@ def client(mode: str, target: str, *rest: str, env: Mapping[str, str], enclave: 
     return json.loads(lines[-1])
 
 
+def clients_at_once(*calls: Mapping) -> list[dict]:
+    """Run several graph_client.py processes at once (each call a mapping of `client`'s arguments, its
+    positional ones under "args"); their reports in the order given. For the checks that something does
+    NOT happen: each waits out its whole timeout, and they are independent of each other."""
+    with ThreadPoolExecutor(len(calls)) as pool:
+        futures = [pool.submit(client, *call["args"], **{k: v for k, v in call.items() if k != "args"})
+                   for call in calls]
+        return [future.result() for future in futures]
+
+
 class JointRecord:
     """The simulator's own record of both arms' joints (franka_sim_node's joint_record parameter)."""
 
@@ -119,6 +130,15 @@ class JointRecord:
         self._read += len(whole)
         self._lines += [json.loads(line) for line in whole.splitlines() if line.strip()]
         return self._lines  # appended to, never changed: callers only read it
+
+    def turning(self, arm: str, joint: int, since: float, rad_s: float) -> bool:
+        """The last two records, both made after `since` (wall time), show `arm`'s `joint` turning faster than
+        `rad_s` on the simulator's clock."""
+        lines = self.lines()[-2:]
+        if len(lines) < 2 or lines[0]["t"] <= since or lines[1]["sim_s"] <= lines[0]["sim_s"]:
+            return False
+        turned = lines[1]["arms"][arm][joint] - lines[0]["arms"][arm][joint]
+        return abs(turned) / (lines[1]["sim_s"] - lines[0]["sim_s"]) > rad_s
 
     def rest_after(self, arm: str, pressed: float) -> tuple[float, float] | None:
         """(robot seconds, wall seconds) from the wall-clock moment `pressed` until `arm` is at rest, judged on

@@ -10,13 +10,9 @@ they do against any action server. The clients here are rclpy's own ActionClient
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
-import subprocess
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
@@ -24,7 +20,6 @@ rclpy = pytest.importorskip("rclpy", reason="rclpy not importable: ROS 2 is not 
 pytest.importorskip("rpent.action", reason="rpent interfaces not generated: colcon build this package and source it")
 
 from action_msgs.msg import GoalStatus, GoalStatusArray  # noqa: E402
-from output_lines import OutputLines  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.node import Node  # noqa: E402
@@ -37,6 +32,7 @@ from rpent_ros.toolkit.toolkit_node import ToolkitNode  # noqa: E402
 
 from .goals import wait_until  # noqa: E402
 from .launch_process import JointRecord  # noqa: E402
+from .stock_cli import SendGoal  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(240)]
 FAR = {"x_m": 0.55, "y_m": 0.55}  # 0.37 m from the toy gripper's start: seconds at speed 0.05
@@ -145,44 +141,6 @@ def test_every_feedback_of_a_running_goal_sees_executing_and_a_queued_one_accept
         client.close()
 
 
-class StockSendGoal(OutputLines):
-    """`ros2 action send_goal ... --feedback` as a subprocess with SIGINT at its default disposition."""
-
-    def __init__(self, action: str, tool: str, arguments: dict, cwd: Path, env: dict | None = None) -> None:
-        goal = f"{{tool: {tool}, arguments_json: '{json.dumps(arguments)}'}}"
-        super().__init__(["ros2", "action", "send_goal", action, "rpent/action/CallTool", goal, "--feedback"], cwd=cwd,
-                         env={**(env or os.environ), "PYTHONUNBUFFERED": "1"})  # lines as a terminal shows them
-
-    def wait_for(self, text: str, timeout_s: float) -> None:
-        assert self.wait_for_text(text, timeout_s), f"no {text!r} within {timeout_s} s:\n{self.output}"
-
-    # A second Ctrl-C this long after a first one ros2cli ignored. Its handler cancels only a goal whose
-    # handle reads ACCEPTED or EXECUTING, and a client that handled the goal's response late (a loaded
-    # machine) dropped the statuses that came before: it reads UNKNOWN until the server's next status
-    # message (goals.STATUS_AGAIN_S, 0.5 s), and a person's first press does nothing, their second does.
-    PRESS_AGAIN_S = 1.0
-
-    def ctrl_c(self, timeout_s: float = 30) -> int:
-        """Ctrl-C once the client has said the goal was accepted, and again if it did not start to cancel."""
-        self.wait_for("Goal accepted with ID", 60)
-        self._press()
-        if not self.wait_for_text("Canceling goal...", self.PRESS_AGAIN_S) and self.proc.poll() is None:
-            self._press()
-        try:
-            return self.proc.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            raise AssertionError(f"still running {timeout_s} s after Ctrl-C:\n{self.output}") from None
-
-    def _press(self) -> None:
-        self.pressed_at = time.time()  # the ROS clock the stamps use, and the joint record's wall time
-        os.kill(self.proc.pid, signal.SIGINT)
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(10)
-
-
 class LateClient(ActionClient):
     """rclpy's ActionClient that handles each goal response HOLD_S after taking it, as a client on a loaded
     machine may: the status messages that come meanwhile name a goal it does not know yet, and rclpy drops
@@ -236,7 +194,7 @@ def test_a_client_that_handles_the_goal_response_late_still_learns_the_goal_exec
 def test_ctrl_c_on_the_stock_send_goal_cancels_the_running_motion_of_the_toy(ros, tmp_path):
     node = toy_toolkit(ros, tmp_path, speed=0.05)
     world = node.runtime_kwargs["world"]
-    cli = StockSendGoal("/toolkit/call_tool", "move_to", FAR, cwd=tmp_path)
+    cli = SendGoal("/toolkit/call_tool", FAR, tool="move_to", cwd=tmp_path)
     try:
         cli.wait_for("stage: running", 60)
         start = list(world.gripper_xyz)
@@ -259,10 +217,10 @@ def test_ctrl_c_on_the_stock_send_goal_drops_a_queued_goal(ros, tmp_path):
     node = toy_toolkit(ros, tmp_path, speed=0.05)
     world = node.runtime_kwargs["world"]
     # The motion through its own action, so the second client hears only its own goal's messages.
-    first = StockSendGoal("/toolkit/tools/move_to", "move_to", FAR, cwd=tmp_path)
+    first = SendGoal.of_tool("move_to", FAR, cwd=tmp_path)
     try:
         first.wait_for("stage: running", 60)
-        second = StockSendGoal("/toolkit/call_tool", "move_to", {"x_m": 0.1, "y_m": 0.1}, cwd=tmp_path)
+        second = SendGoal("/toolkit/call_tool", {"x_m": 0.1, "y_m": 0.1}, tool="move_to", cwd=tmp_path)
         try:
             second.wait_for("stage: queued", 60)
             # Ctrl-C as a person presses it, not while the client still handles the message it just
@@ -343,8 +301,8 @@ def test_ctrl_c_on_the_stock_send_goal_stops_an_arm_of_the_dual_franka_launch(ro
     cli = None
     try:
         launch.wait_for("tools served", 240)
-        cli = StockSendGoal("/toolkit/call_tool", "move_by", {"arm": "left", "dz_m": 0.09, "speed_factor": 0.05},
-                            cwd=tmp_path)
+        cli = SendGoal("/toolkit/call_tool", {"arm": "left", "dz_m": 0.09, "speed_factor": 0.05}, tool="move_by",
+                       cwd=tmp_path)
         cli.wait_for("stage: moving", 60)
         running = time.time()
         wait_until(lambda: joints.moved_since(running) > 0.005, 30, "the left arm moves on /joint_states")

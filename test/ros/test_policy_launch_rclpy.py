@@ -27,7 +27,6 @@ if shutil.which("ros2") is None:
 from bare_franky import rest_after_bare_stop
 from fakes.droid_policies import GoalSeeking, droid_chunk
 from fakes.openpi_server import ScriptedPolicyServer
-from output_lines import OutputLines
 from sim_process import free_sim_hosts
 from video_frames import video_frames
 
@@ -36,6 +35,7 @@ from robots.franka.config import HOME_JOINTS_RAD
 from robots.franka.sim.simulator import SimScene
 
 from .launch_process import JointRecord, Launch, environment
+from .stock_cli import SendGoal
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -57,36 +57,6 @@ def left_grasp_goals() -> tuple[np.ndarray, list[np.ndarray]]:
     return poses[-1], list(kinematics.track_path(HOME_JOINTS_RAD, poses, iterations=60))
 
 
-class SendGoal(OutputLines):
-    """The stock `ros2 action send_goal /toolkit/tools/<tool> ... --feedback`, its output read as it comes."""
-
-    def __init__(self, tool: str, arguments: dict) -> None:
-        goal = f"{{arguments_json: '{json.dumps(arguments)}'}}"
-        super().__init__(["ros2", "action", "send_goal", f"/toolkit/tools/{tool}", "rpent/action/CallTool", goal,
-                          "--feedback"], env={**os.environ, "PYTHONUNBUFFERED": "1"})  # lines as a terminal shows them
-
-    def wait_for(self, text: str, timeout_s: float) -> None:
-        assert self.wait_for_text(text, timeout_s), f"no {text!r} within {timeout_s} s:\n{self.output[-3000:]}"
-
-    def finished(self, timeout_s: float) -> str:
-        self.wait_for("Goal finished with status:", timeout_s)
-        self.proc.wait(30)
-        return self.output
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(10)
-
-
-def action_result(output: str) -> dict:
-    """run_policy's result as the stock CLI prints the CallTool result's result_json."""
-    marker = "result_json: '"
-    start = output.rindex(marker) + len(marker)
-    end = output.index("'\n", start)
-    return json.loads(output[start:end].replace("''", "'"))["action_result"]
-
-
 def steps_of(run_dir) -> list[dict]:
     path = run_dir / "steps.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
@@ -97,16 +67,6 @@ def wait_until(condition, timeout_s: float, what: str) -> None:
     while not condition():
         assert time.monotonic() < deadline, f"{what}: not within {timeout_s} s"
         time.sleep(0.02)
-
-
-def nodding_fast(record: JointRecord, since: float, arm: str = "right") -> bool:
-    """The simulator's own record shows the arm's joint 6 turning at more than 0.2 rad/s, in two records
-    made after `since` (wall time)."""
-    lines = record.lines()[-2:]
-    if len(lines) < 2 or lines[0]["t"] <= since or lines[1]["sim_s"] <= lines[0]["sim_s"]:
-        return False
-    turned = lines[1]["arms"][arm][NOD_JOINT] - lines[0]["arms"][arm][NOD_JOINT]
-    return abs(turned) / (lines[1]["sim_s"] - lines[0]["sim_s"]) > 0.2
 
 
 def test_run_policy_through_ros2_launch_and_the_stock_send_goal(tmp_path):
@@ -122,17 +82,17 @@ def test_run_policy_through_ros2_launch_and_the_stock_send_goal(tmp_path):
         try:
             # The cube lies between the arms: the right arm turns away first, or the left hand could not
             # come within the arms' minimum distance of it.
-            clis.append(SendGoal("move_joints", {"arm": "right", "joints_rad": [-0.45, 0.0, 0.0, -1.57, 0.0, 1.57, 0.785]}))
+            clis.append(SendGoal.of_tool("move_joints", {"arm": "right", "joints_rad": [-0.45, 0.0, 0.0, -1.57, 0.0, 1.57, 0.785]}))
             out = clis[-1].finished(400)
             assert "Goal finished with status: SUCCEEDED" in out, out[-3000:]
             frames_before = video_frames(run_dir / "episode.mp4")
 
             # The hand is half open (franky-sim's 40 mm, narrower than the cube): the policy's open opens it.
-            clis.append(SendGoal("run_policy", {"arm": "left", "instruction": "pick up the red cube", "max_steps": 900,
+            clis.append(SendGoal.of_tool("run_policy", {"arm": "left", "instruction": "pick up the red cube", "max_steps": 900,
                                                 "max_duration_s": 600, "stop_when": ["gripper_closed"]}))
             out = clis[-1].finished(700)
             assert "Goal finished with status: SUCCEEDED" in out, out[-3000:]
-            outcome = action_result(out)
+            outcome = clis[-1].result()
             summary = {k: outcome.get(k) for k in ("stopped", "steps", "inferences", "joints_rad", "error", "control")}
             assert outcome["stopped"] == "gripper_closed" and outcome["grasped"] is True, (
                 summary, outcome["inference_log"][-3:], [g.round(3).tolist() for g in goals[-2:]])
@@ -150,23 +110,24 @@ def test_run_policy_through_ros2_launch_and_the_stock_send_goal(tmp_path):
             # franky's. On a loaded machine the cancel's ROS hops can take longer than the rest of the chunk, and
             # then it finds the arm at rest between chunks (issue 32: a local stop path).
             server.script = lambda obs, i: droid_chunk([0.0] * NOD_JOINT + [NOD_UNITS, 0.0])
-            clis.append(SendGoal("run_policy", {"arm": "right", "instruction": "nod", "max_steps": 3000}))
+            clis.append(SendGoal.of_tool("run_policy", {"arm": "right", "instruction": "nod", "max_steps": 3000}))
             clis[-1].wait_for("stage: running", 120)
             inferences = len(server.observations)
             wait_until(lambda: len(server.observations) >= inferences + 2, 120, "a chunk or more")
             inferences = len(server.observations)
             wait_until(lambda: len(server.observations) > inferences, 120, "the next chunk asked for")
             asked = time.time()
-            wait_until(lambda: nodding_fast(record, asked), 120, "the right arm nodding at speed in that chunk")
-            pressed, pressed_wall = time.perf_counter(), time.time()
-            os.kill(clis[-1].proc.pid, signal.SIGINT)
+            wait_until(lambda: record.turning("right", NOD_JOINT, asked, 0.2), 120,
+                       "the right arm nodding at speed in that chunk")
+            clis[-1].ctrl_c(60)
+            pressed, pressed_wall = clis[-1].pressed_perf, clis[-1].pressed_at  # the press ros2cli acted on
             out = clis[-1].finished(60)
             assert "Goal canceled." in out and "Goal finished with status: CANCELED" in out, out[-3000:]
             wait_until(lambda: record.rest_after("right", pressed_wall) is not None, 60, "the right arm at rest")
             robot_s, wall_s = record.rest_after("right", pressed_wall)
             print(f"ros cancel: at rest {robot_s:.2f} s after the Ctrl-C on the robot's clock ({wall_s:.2f} s wall)")
             assert robot_s < 1.0, (robot_s, wall_s)
-            stop = action_result(out).get("stop", {})
+            stop = clis[-1].result().get("stop", {})
             if stop.get("speed_rad_s", 0.0) > 0.1:  # the cancel reached the arm mid-chunk, at speed
                 bare_rest_s = rest_after_bare_stop(free_sim_hosts(120, 130)[0], NOD_JOINT, stop["speed_rad_s"])
                 print(f"ros cancel: Ctrl-C -> arm stop sent {(stop['sent_s'] - pressed) * 1000:.1f} ms, toolkit cancel "
@@ -187,12 +148,13 @@ def test_run_policy_through_ros2_launch_and_the_stock_send_goal(tmp_path):
             for (who, sent), sign in zip((("toolkit", signal.SIGSTOP), ("vla_right", signal.SIGSTOP),
                                           ("vla_right", signal.SIGKILL)), (-1, 1, -1), strict=True):
                 server.script = lambda obs, i, sign=sign: droid_chunk([0.0] * NOD_JOINT + [sign * NOD_UNITS, 0.0])
-                clis.append(SendGoal("run_policy", {"arm": "right", "instruction": "nod", "max_steps": 3000}))
+                clis.append(SendGoal.of_tool("run_policy", {"arm": "right", "instruction": "nod", "max_steps": 3000}))
                 clis[-1].wait_for("stage: running", 120)
                 inferences = len(server.observations)
                 wait_until(lambda n=inferences: len(server.observations) > n, 120, "a chunk asked for")
                 asked = time.time()
-                wait_until(lambda t=asked: nodding_fast(record, t), 120, "the right arm nodding at speed in that chunk")
+                wait_until(lambda t=asked: record.turning("right", NOD_JOINT, t, 0.2), 120,
+                           "the right arm nodding at speed in that chunk")
                 pid, frozen = launch.pid_of(who), time.time()
                 os.kill(pid, sent)
                 try:

@@ -1,0 +1,75 @@
+"""The stock `ros2 action send_goal` on a toolkit's CallTool actions, as a person runs it in a terminal: its
+output read as it comes, Ctrl-C as a keyboard sends it. Used by the ROS tests and bench/bench_policy.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from output_lines import OutputLines
+
+
+class SendGoal(OutputLines):
+    """`ros2 action send_goal <action> rpent/action/CallTool <goal> --feedback`, SIGINT at its default
+    disposition. `action` is /toolkit/call_tool (then `tool` names the tool) or /toolkit/tools/<tool>."""
+
+    # A second Ctrl-C this long after a first one ros2cli ignored. Its handler cancels only a goal whose
+    # handle reads ACCEPTED or EXECUTING, and a client that handled the goal's response late (a loaded
+    # machine) dropped the statuses that came before: it reads UNKNOWN until the server's next status
+    # message (goals.STATUS_AGAIN_S, 0.5 s), and a person's first press does nothing, their second does.
+    PRESS_AGAIN_S = 1.0
+
+    def __init__(self, action: str, arguments: dict, tool: str | None = None, cwd: Path | None = None,
+                 env: dict | None = None) -> None:
+        goal = (f"tool: {tool}, " if tool else "") + f"arguments_json: '{json.dumps(arguments)}'"
+        super().__init__(["ros2", "action", "send_goal", action, "rpent/action/CallTool", f"{{{goal}}}", "--feedback"],
+                         cwd=cwd, env={**(env or os.environ), "PYTHONUNBUFFERED": "1"})  # lines as a terminal shows them
+        self.pressed_at: float | None = None  # wall time of the last Ctrl-C: the ROS stamps' and joint record's clock
+        self.pressed_perf: float | None = None  # the same on perf_counter, the clock of the arm's stop times
+
+    @classmethod
+    def of_tool(cls, tool: str, arguments: dict, **kwargs) -> SendGoal:
+        """The tool's own action, /toolkit/tools/<tool>."""
+        return cls(f"/toolkit/tools/{tool}", arguments, **kwargs)
+
+    def wait_for(self, text: str, timeout_s: float) -> None:
+        assert self.wait_for_text(text, timeout_s), f"no {text!r} within {timeout_s} s:\n{self.output[-3000:]}"
+
+    def finished(self, timeout_s: float) -> str:
+        """The whole output once the CLI said how the goal finished and exited."""
+        self.wait_for("Goal finished with status:", timeout_s)
+        self.proc.wait(30)
+        return self.output
+
+    def ctrl_c(self, timeout_s: float = 30) -> int:
+        """Ctrl-C once the client has said the goal was accepted, and again if it did not start to cancel;
+        the CLI's exit code."""
+        self.wait_for("Goal accepted with ID", 60)
+        self._press()
+        if not self.wait_for_text("Canceling goal...", self.PRESS_AGAIN_S) and self.proc.poll() is None:
+            self._press()
+        try:
+            return self.proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"still running {timeout_s} s after Ctrl-C:\n{self.output}") from None
+
+    def _press(self) -> None:
+        self.pressed_at, self.pressed_perf = time.time(), time.perf_counter()
+        os.kill(self.proc.pid, signal.SIGINT)
+
+    def result(self) -> dict:
+        """The tool's action_result, from the CallTool result's result_json as the CLI printed it."""
+        output = self.output
+        marker = "result_json: '"
+        start = output.rindex(marker) + len(marker)
+        end = output.index("'\n", start)
+        return json.loads(output[start:end].replace("''", "'"))["action_result"]
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
