@@ -1,4 +1,4 @@
-"""Shared test set-up: loopback-only networking, offscreen rendering, isolated memory directories."""
+"""Shared test set-up: loopback-only networking, offscreen rendering, isolated memory and state directories."""
 
 import os
 
@@ -29,3 +29,5 @@ pytest.register_assert_rewrite("toolkit_conformance")
 def _isolated_memory(tmp_path_factory, monkeypatch):
     # A test must never read or write the developer's real robot memory.
     monkeypatch.setenv("RPENT_MEMORY_DIR", str(tmp_path_factory.mktemp("memory")))
+    # Nor the robots' latched stops (rpent.tools.stop_latch): each test's processes keep their own.
+    monkeypatch.setenv("RPENT_STATE_DIR", str(tmp_path_factory.mktemp("state")))

@@ -289,5 +289,5 @@ def run_policy(
 
 DUAL_FRANKA_TOOLS = [
     move_to, move_by, move_both_to, move_both_by, move_joints, home, open_gripper, move_gripper, grasp,
-    get_state, tools.capture_images, back_project, run_policy, tools.recover, tools.stop, tools.finish,
+    get_state, tools.capture_images, back_project, run_policy, tools.recover, tools.finish,
 ]  # fmt: skip

@@ -217,11 +217,6 @@ def recover(ctx: Ctx) -> dict[str, Any]:
     return {"recovered": {name: arm.recover() for name, arm in ctx.robot.arms.items()}}
 
 
-def stop(ctx: Ctx) -> dict[str, Any]:
-    ctx.robot.stop_all()  # raises naming every device that did not take the stop
-    return {"stopped": sorted(ctx.robot.arms)}
-
-
 # A policy run that ended on one of these is a failed call (the result still says where the arm is).
 _POLICY_FAILURES = ("refused", "policy_error", "reflex", "fault")
 

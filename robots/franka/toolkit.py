@@ -38,6 +38,10 @@ class FrankaToolkit(Toolkit):
         # The task starts now (a dashboard session runs several tasks on one simulator).
         self._scene_at_start = self._object_poses()
 
+    def _halt_robot(self) -> list[str]:
+        self.robot.stop_all()  # raises naming every device that did not take the stop
+        return sorted(self.robot.arms)
+
     def _capture_observation(
         self, *, command: Command, result: ToolResult, elapsed_s: float
     ) -> tuple[dict[str, Any], dict[str, bytes]]:
@@ -94,7 +98,7 @@ RESULT_FIELDS: dict[str, list[str]] = {
     "open_gripper": ["arm", "grasped", "width_m"],
     "move_gripper": ["arm", "grasped", "width_m"],
     "grasp": ["arm", "grasped", "width_m"],
-    "get_state": ["arms"],
+    "get_state": ["arms", "stop_latch"],
     "capture_images": ["cameras"],
     "back_project": ["calibrated", "camera", "depth_m", "frame", "step", "xyz_m"],
     "run_policy": [
@@ -102,7 +106,7 @@ RESULT_FIELDS: dict[str, list[str]] = {
         "motion", "pose", "steps", "stopped",
     ],
     "recover": ["recovered"],
-    "stop": ["stopped"],
+    "stop": ["cancelled_calls", "halted", "latched", "line"],
     "finish": ["operator_aborted", "operator_notes", "status", "summary"],
 }
 OBSERVATION_FIELDS = ["action", "action_result", "arms", "cameras", "elapsed_s"]

@@ -224,16 +224,10 @@ def recover(*, ctx: ToolContext[FrankaRuntime]) -> dict[str, Any]:
     return actions.recover(ctx)
 
 
-@tool
-def stop(*, ctx: ToolContext[FrankaRuntime]) -> dict[str, Any]:
-    """Stop all arm and gripper motion and hold the current position."""
-    return actions.stop(ctx)
-
-
 finish = make_finish_tool()
 
 
 FRANKA_TOOLS = [
     move_to, move_by, move_joints, home, open_gripper, move_gripper, grasp,
-    get_state, capture_images, back_project, run_policy, recover, stop, finish,
+    get_state, capture_images, back_project, run_policy, recover, finish,
 ]  # fmt: skip

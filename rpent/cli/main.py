@@ -30,6 +30,7 @@ RPent: let a language model operate a robot through typed, safe, cancellable too
   rpent run --robot toy --planner replay --recipe robots/toy/recipes/red_block_in_bin.jsonl
   rpent run --robot NAME --help         the robot's own flags
   rpent serve-mcp --robot toy [--http --port 8765]   serve a robot's tools over MCP
+  rpent stop --robot franka --reason "..."   latch the stop of every run of a robot (--release: the operator's)
   rpent calibrate --robot franka --sim --camera front --auto 12 --write   hand-eye calibration of a camera
   rpent eval --robot toy --recipe robots/toy/recipes/red_block_in_bin.jsonl --repeats 4 --out runs/eval   a sweep on Ray
   rpent ros-security init DIR           an SROS2 keystore for the ROS 2 nodes (ROS 2 sourced; docs/ros.md)
@@ -90,6 +91,9 @@ def build_parser(robot_spec=None) -> argparse.ArgumentParser:
     from rpent.cli.serve_mcp import add_serve_mcp_parser  # the parser only; the MCP SDK loads when serving
 
     add_serve_mcp_parser(commands, robot_spec)
+    from rpent.cli.stop import add_stop_parser
+
+    add_stop_parser(commands)
     from rpent.eval.command import add_eval_parser  # the flags only; Ray loads when a sweep runs
 
     add_eval_parser(commands)
@@ -124,6 +128,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from rpent.cli.serve_mcp import serve_mcp
 
         return serve_mcp(args)
+
+    if args.command == "stop":
+        from rpent.cli.stop import stop_command
+
+        return stop_command(args)
 
     if args.command == "eval":
         from rpent.eval.command import eval_command

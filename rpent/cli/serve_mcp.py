@@ -25,6 +25,7 @@ from rpent.record.run_record import RunRecord
 from rpent.robot import ConfigError, RobotNotFound, RobotSpec, load_robot
 from rpent.runner.logs import FanOutSink, ProgressSink, setup_console
 from rpent.runner.run import Terminated, describe_interruption, exit_code_for
+from rpent.tools.stop_latch import robot_latch
 
 log = logging.getLogger("rpent.mcp")  # the server's log lines keep the name they have always had
 
@@ -130,6 +131,7 @@ def _serve_robot(args: argparse.Namespace, spec: RobotSpec, module: Any, config:
         with stdout_to_stderr() if not args.http else _nothing():
             runtime_kwargs = spec.init_runtime(config, selection=None, events=events)
             toolkit = module.get_toolkit(runtime_kwargs=runtime_kwargs, dashboard_events=events, config=config)
+            toolkit.use_stop_latch(robot_latch(spec.name))
         server = build_mcp_server(
             toolkit, name=args.name or f"rpent-{spec.name}", include_read_image=args.read_image,
             images=not args.no_images,

@@ -9,6 +9,8 @@
                                    field, 409 busy; refusals are logged)
     POST /api/task/message|note    {"text": ...} to the running task
     POST /api/task/abort           cancel the active tool call, end the task as aborted
+    POST /api/stop                 {"reason": ...} latch the robot's stop: every motion stops and is refused
+    POST /api/stop/release         the operator releases it (409 when it did not hold)
     POST /api/requests/{id}        {"approve": bool} or {"answer": str}; 409 if the id is not pending
     GET  /frames/{channel}.jpg     the newest picture of a frame channel
     GET  /artifacts/{task}/{path}  files of a task's record (episode.mp4, steps.jsonl, images ...)
@@ -82,6 +84,8 @@ class _Endpoints:
             Route("/api/task/message", self.message, methods=["POST"]),
             Route("/api/task/note", self.note, methods=["POST"]),
             Route("/api/task/abort", self.abort, methods=["POST"]),
+            Route("/api/stop", self.latch_stop, methods=["POST"]),
+            Route("/api/stop/release", self.release_stop, methods=["POST"]),
             Route("/api/requests/{request_id}", self.respond, methods=["POST"]),
             Route("/frames/{channel}.jpg", self.frame),
             Route("/artifacts/{task_id}/{path:path}", self.artifact),
@@ -140,6 +144,17 @@ class _Endpoints:
         if not await run_in_threadpool(self.session.abort, reason):
             return _error(409, "no task is running")
         return JSONResponse({"aborted": True})
+
+    async def latch_stop(self, request: Request) -> Response:
+        body = await _json_body(request)
+        reason = str(body.get("reason") or "the operator pressed Stop")
+        event = await run_in_threadpool(self.session.latch_stop, reason)
+        return JSONResponse({"latched": True, "line": event["line"]})
+
+    async def release_stop(self, request: Request) -> Response:
+        if not await run_in_threadpool(self.session.release_stop):
+            return _error(409, "the stop is not latched")
+        return JSONResponse({"released": True})
 
     async def respond(self, request: Request) -> Response:
         body = await _json_body(request)

@@ -32,6 +32,7 @@ from rpent.robot.spec import Dashboard
 from rpent.runner.logs import FanOutSink, ProgressSink
 from rpent.runner.run import make_planner
 from rpent.runner.task import TaskRun
+from rpent.tools.stop_latch import robot_latch
 
 log = logging.getLogger("rpent.dashboard")
 
@@ -106,6 +107,12 @@ class DashboardSession:
         self._count = _tasks_already_in(self.output_root, resume=bool(getattr(args, "resume", False)))
         self._shared_kwargs: dict[str, Any] = {}
         self._stopped = False
+        # The robot's latched stop: the operator's stop and release buttons; each task's toolkit follows it.
+        self.stop_latch = robot_latch(spec.name)
+        self._latch_seen = lambda event: self.sink.publish("stop_latch", event)  # `rpent stop`, between tasks too
+        self.stop_latch.watch(self._latch_seen)
+        if self.stop_latch.latched:  # a stop from before this session still holds: the page shows it at once
+            self.sink.publish("stop_latch", {"event": "stop", **self.stop_latch.describe()})
         self.planners = planner_choices(args, spec, robot)
         for choice in self.planners:
             if not choice.available:
@@ -170,6 +177,7 @@ class DashboardSession:
             self.abort(reason or "dashboard shutting down")
             thread.join(timeout_s)
         self.frames.stop()
+        self.stop_latch.unwatch(self._latch_seen)
         try:
             self.spec.stop_runtime(self._shared_kwargs)
         except Exception:
@@ -270,6 +278,20 @@ class DashboardSession:
             return task.abort(reason)
         return True  # the task has not built its TaskRun yet; it will see the reason
 
+    def latch_stop(self, reason: str) -> dict[str, Any]:
+        """The operator's stop: every motion of the robot stops and is refused until `release_stop` (a running
+        task's toolkit follows the latch within 50 ms; its planner goes on and is told why it is refused)."""
+        event = self.stop_latch.trigger("the dashboard", reason)
+        self.sink.publish("stop_latch", event)
+        return event
+
+    def release_stop(self) -> bool:
+        """The operator's release; False when the stop did not hold."""
+        event = self.stop_latch.release("the dashboard")
+        if event is not None:
+            self.sink.publish("stop_latch", event)
+        return event is not None
+
     def wait_task(self, timeout_s: float | None = None) -> bool:
         thread = self._thread
         if thread is None:
@@ -364,6 +386,7 @@ class DashboardSession:
         self.sink.publish("scene_reset", {"status": "running", "label": hook.label})
         started = time.monotonic()
         try:
+            self.stop_latch.check()  # a reset moves the arms: not while the stop holds
             done = hook.run()
         except Exception as exc:
             self.sink.publish("scene_reset", {"status": "error", "error": f"{type(exc).__name__}: {exc}"})

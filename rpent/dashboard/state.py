@@ -44,6 +44,13 @@ def _short_json(value: Any, limit: int = 4000) -> str:
 ACTIVE_CALL = ("running", "awaiting_approval")
 
 
+def latch_view(event: dict[str, Any]) -> dict[str, Any]:
+    """What the page shows of a stop_latch event: latched with its line, or released and by whom."""
+    if event.get("event") == "stop":
+        return {"latched": True, "line": event.get("line"), "by": event.get("by"), "reason": event.get("reason")}
+    return {"latched": False, "released_by": event.get("by")}
+
+
 def _row(task: dict[str, Any], call_id: Any) -> dict[str, Any] | None:
     return next((r for r in reversed(task["timeline"]) if r["call_id"] == call_id), None)
 
@@ -68,9 +75,13 @@ class DashboardState:
         self.tasks: list[dict[str, Any]] = []
         self.task: dict[str, Any] | None = None
         self.requests: dict[str, dict[str, Any]] = {}
+        self.stop_latch: dict[str, Any] = {"latched": False}
 
     def apply(self, kind: str, p: dict[str, Any]) -> None:
         task = self.task
+        if kind == "stop_latch":  # the robot's latched stop (rpent.tools.stop_latch), whoever moved it
+            self.stop_latch = latch_view(p)
+            return
         if kind == "session":
             self.session = {"status": p["status"], "error": p.get("error"), "reason": p.get("reason")}
         elif kind == "component":
@@ -147,6 +158,7 @@ class DashboardState:
         return copy.deepcopy({
             "robot": self.robot, "session": self.session, "components": list(self.components.values()),
             "tasks": self.tasks, "task": self.task, "requests": list(self.requests.values()),
+            "stop_latch": self.stop_latch,
             "server_time": time.time(),  # the page counts approval deadlines down on the server's clock
         })
 

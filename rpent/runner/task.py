@@ -20,6 +20,7 @@ from rpent.robot import RobotSpec, RunConfig
 from rpent.runner.publish import publish_to_memory, qualifies_for_memory, run_id_for
 from rpent.tools.api import ToolkitAPI
 from rpent.tools.finish import OPERATOR_KEY, OperatorRecord
+from rpent.tools.stop_latch import robot_latch
 
 log = logging.getLogger("rpent.run")
 
@@ -94,6 +95,8 @@ class TaskRun:
         error: str | None = None
         try:
             self.toolkit = self.robot.get_toolkit(runtime_kwargs=self.runtime_kwargs, dashboard_events=self.events, config=config)
+            if hasattr(self.toolkit, "use_stop_latch"):  # a toolkit reached over ROS obeys its node's latch
+                self.toolkit.use_stop_latch(robot_latch(self.spec.name))
             state = getattr(self.toolkit, "state", None)  # a toolkit reached over ROS keeps its own
             if isinstance(state, dict):
                 state[OPERATOR_KEY] = self.operator
@@ -199,6 +202,9 @@ class TaskRun:
             "episode": str(episode) if episode else None,
             "recipe": str(recipe_path) if recipe_path else None,
             "error": error or (result.error if result is not None else None),
+            # Every latched stop and release of the run, and the latch as it ends (rpent.tools.stop_latch).
+            "stop_events": self.toolkit.stop_events() if hasattr(self.toolkit, "stop_events") else [],
+            "stop_latch": self.toolkit.stop_latch.describe() if hasattr(self.toolkit, "stop_latch") else None,
         }
 
     def _publish(self, recipe_path: Path | None, started: float) -> Any:

@@ -117,4 +117,24 @@ def read_image(path: str, *, ctx: ToolContext[Any]) -> ToolResult:
     return ToolResult(data={"path": str(where)}, images=[data])
 
 
-COMMON_TOOLS = (read_text_file, write_text_file, list_dir, read_image)
+@tool
+@readonly
+def stop(reason: Annotated[str, Field(max_length=500)] = "", *, ctx: ToolContext[Any]) -> ToolResult:
+    """Stop every arm and gripper now and keep everything still until a person releases the stop.
+
+    Use it when something looks wrong or unsafe. A motion that is running is cancelled, every device
+    holds where it is, and every motion tool is refused afterwards (read-only tools keep working).
+    Only an operator can release it; no tool does.
+
+    Args:
+        reason: What looked wrong, for the operator (one line).
+    """
+    event = ctx.latch_stop(reason)
+    data = {"latched": True, "line": event["line"], "cancelled_calls": event["cancelled_calls"],
+            "halted": event.get("halted")}
+    if "halt_error" in event:
+        return ToolResult(data=data, error=f"the stop is latched, but {event['halt_error']}")
+    return ToolResult(data=data)
+
+
+COMMON_TOOLS = (read_text_file, write_text_file, list_dir, read_image, stop)

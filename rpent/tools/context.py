@@ -92,8 +92,8 @@ class ToolContext(Generic[RuntimeT]):
     """Injected by the executor as the keyword-only `ctx` argument of every tool handler."""
 
     __slots__ = (
-        "_approval_sink", "_cancel", "_frame_sink", "_stage_sink", "call_id", "last_step", "memory", "output_dir", "robot",
-        "state", "tool_name",
+        "_approval_sink", "_cancel", "_frame_sink", "_stage_sink", "_stop_sink", "call_id", "last_step", "memory",
+        "output_dir", "robot", "state", "tool_name",
     )
 
     def __init__(
@@ -110,6 +110,7 @@ class ToolContext(Generic[RuntimeT]):
         stage_sink: Callable[[str, str, float | None], None] | None,
         approval_sink: Callable[[dict[str, Any]], None] | None = None,
         last_step: StepRecord | None = None,
+        stop_sink: Callable[[str], dict[str, Any]] | None = None,
     ) -> None:
         self.robot = robot
         self.state = state
@@ -121,9 +122,16 @@ class ToolContext(Generic[RuntimeT]):
         self._frame_sink = frame_sink
         self._stage_sink = stage_sink
         self._approval_sink = approval_sink
+        self._stop_sink = stop_sink
         #: The latest observation step (the StepRecord of the last action the robot was observed
         #: after; step 0 before any): the scene a read-only tool sees now, and what it analyses.
         self.last_step = last_step
+
+    def latch_stop(self, reason: str) -> dict[str, Any]:
+        """Latch the toolkit's stop (rpent.tools.stop_latch) on the model's behalf; the event."""
+        if self._stop_sink is None:
+            raise RuntimeError("this toolkit has no stop latch")
+        return self._stop_sink(reason)
 
     @property
     def cancelled(self) -> bool:

@@ -91,6 +91,11 @@ class CallLifecycle:
         call = self._scheduler.find(call_id)
         return self.cancel(call, reason) if call is not None else False
 
+    def cancel_exclusive(self, reason: str) -> int:
+        """Cancel every exclusive call, queued or running, without waiting and without pausing admission
+        (read-only calls go on); how many were cancelled."""
+        return sum(self.cancel(call, reason) for call in self._scheduler.exclusive_calls())
+
     def cancel_all_and_wait(self, timeout: float | None, reason: str) -> bool:
         """Stop admitting calls, cancel the queued and running ones, and wait for their cleanup;
         False if running calls had not ended within `timeout`. `resume()` admits calls again."""

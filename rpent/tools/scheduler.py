@@ -75,6 +75,11 @@ class CallScheduler:
             if self._drain_waiters:
                 self._cond.notify_all()
 
+    def exclusive_calls(self) -> list[ToolCall]:
+        """The exclusive calls queued or running now (the motions a latched stop ends)."""
+        with self._lock:
+            return [c for c in [*self._active.values(), *self._pending] if c.exclusive]
+
     def pause(self) -> tuple[list[ToolCall], list[ToolCall]]:
         """Stop admitting calls (unless closed); the queued calls, now out of line, and the running ones."""
         with self._lock:

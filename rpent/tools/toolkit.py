@@ -26,6 +26,9 @@ from rpent.tools.context import ToolCancelled, ToolContext
 from rpent.tools.events import DashboardEventSink
 from rpent.tools.lifecycle import CallLifecycle
 from rpent.tools.result import CANCELLED_PREFIX, FINISH_MARKER, ToolResult
+from rpent.tools.stop_latch import EVENTS_FILE_NAME as STOP_EVENTS_FILE
+from rpent.tools.stop_latch import FILE_NAME as STOP_LATCH_FILE
+from rpent.tools.stop_latch import StopLatch, append_json_line
 from rpent.tools.tool import Tool, ToolArgumentError
 
 log = logging.getLogger(__name__)
@@ -63,6 +66,7 @@ class Toolkit:
         output_dir: str | Path | None = None,
         tools: Sequence[Tool] | None = None,
         dashboard_events: DashboardEventSink | None = None,
+        stop_latch: StopLatch | None = None,
     ) -> None:
         from rpent.tools.common_tools import COMMON_TOOLS  # common tools are Tools themselves
 
@@ -94,6 +98,12 @@ class Toolkit:
         if self.output_dir is not None:
             self.segment = attach_segment(self.output_dir)  # RecordError: a used directory, or a file
         self._record = CallRecord(self.output_dir, self.segment, dashboard_events)
+        #: The latched stop (rpent.tools.stop_latch): kept in the run record, and where the caller's latch
+        #: says (the robot's state directory: StopLatch.for_robot).
+        self.stop_latch = StopLatch()
+        self.use_stop_latch(stop_latch or self.stop_latch)
+        self._stop_events: list[dict[str, Any]] = []
+        self._stops_made: dict[int, dict[str, Any]] = {}  # the model's stop calls, latched before they queued
 
     # ---- public API -------------------------------------------------------------------------
 
@@ -146,6 +156,57 @@ class Toolkit:
     def resume_calls(self) -> None:
         self._calls.resume()
 
+    def use_stop_latch(self, latch: StopLatch) -> None:
+        """Obey `latch` (one that outlives this toolkit: the robot's, StopLatch.for_robot), kept in this
+        toolkit's record from now on."""
+        latch.record_into(self.segment.file(STOP_LATCH_FILE) if self.segment is not None else None)
+        if getattr(self, "stop_latch", latch) is not latch:
+            self.stop_latch.unwatch(self._latched_elsewhere)
+        self.stop_latch = latch
+        latch.watch(self._latched_elsewhere)
+
+    def stop(self, by: str, reason: str = "") -> dict[str, Any]:
+        """Latch the stop: every motion queued or running is cancelled now (its robot stops as a cancel
+        stops it), and every motion after is refused with the latch's line until `release_stop`.
+        Read-only calls go on. `by` names who stopped it (an interface, an enclave, a person); the event."""
+        event = self.stop_latch.trigger(by, reason)
+        self._stop_everything(event)
+        self._record_stop_event(event)
+        return event
+
+    def _latched_elsewhere(self, event: dict[str, Any]) -> None:
+        """Another process wrote the robot's latch (`rpent stop`): act on it as on a stop of our own."""
+        if event["event"] == "stop":
+            self._stop_everything(event)
+        self._record_stop_event(event)
+
+    def _stop_everything(self, event: dict[str, Any]) -> None:
+        event["cancelled_calls"] = self._calls.cancel_exclusive(event["line"])
+        try:
+            # Also what moves outside a call of this toolkit (another client of the same arm): hold it.
+            event["halted"] = self._halt_robot()
+        except Exception as exc:  # the latch holds all the same; say which device did not take the stop
+            log.error("stop latched, but halting the robot failed: %s", describe_exception(exc))
+            event["halt_error"] = describe_exception(exc)
+
+    def release_stop(self, by: str) -> dict[str, Any] | None:
+        """Release the latch (the operator's interfaces only: no tool calls this); the event, or None
+        when it did not hold."""
+        event = self.stop_latch.release(by)
+        if event is not None:
+            self._record_stop_event(event)
+        return event
+
+    def stop_events(self) -> list[dict[str, Any]]:
+        """Every stop and release of this toolkit, in order (result.json keeps them)."""
+        return list(self._stop_events)
+
+    def _record_stop_event(self, event: dict[str, Any]) -> None:
+        self._stop_events.append(event)
+        if self.segment is not None:
+            append_json_line(self.segment.file(STOP_EVENTS_FILE), event)
+        self._record.publish("stop_latch", event)
+
     @property
     def finish_result(self) -> dict[str, Any] | None:
         return self._finish_result
@@ -179,6 +240,7 @@ class Toolkit:
         """Refuse new calls for good, let queued and running ones finish, then save the episode video."""
         if not self._calls.close(timeout):
             return self._record.episode_if_any()
+        self.stop_latch.unwatch(self._latched_elsewhere)
         episode = self._record.close()
         self._on_close()
         return episode
@@ -196,6 +258,11 @@ class Toolkit:
 
         Images: PNGs, or {camera name: PNG} so that their files are named by camera."""
         return result.data, []
+
+    def _halt_robot(self) -> Any:
+        """Hook for robot toolkits: stop every device now and hold (a latched stop's last step); what was
+        stopped. Raises naming any device that did not take the stop."""
+        return None
 
     def _on_close(self) -> None:
         """Hook for robot toolkits (e.g. release per-run resources); the runtime is stopped elsewhere."""
@@ -228,12 +295,25 @@ class Toolkit:
             return
         call.tool = tool
         call.exclusive = not tool.readonly
+        if self._latched_out(call):
+            return
         try:
             call.model = tool.validate(arguments if type(arguments) is dict else arguments_mapping(arguments, name))
         except ToolArgumentError as exc:
             self._calls.refuse(call, str(exc))
             return
+        if tool.name == "stop" and tool.name in self._common:
+            # The model's stop takes hold now, not when the scheduler admits it: a motion running (a
+            # parallel tool call, another interface's goal) would otherwise hold it up until it ends.
+            self._stops_made[call.id] = self.stop("the model", call.model.reason)
         self._calls.queue(call)
+
+    def _latched_out(self, call: ToolCall) -> bool:
+        """Refuse a robot call that may move while the stop latch holds (read-only and common tools go on)."""
+        if not call.exclusive or call.name in self._common or not self.stop_latch.latched:
+            return False
+        self._calls.refuse(call, self.stop_latch.line())
+        return True
 
     def _log_refusal(self, call: ToolCall, result: ToolResult) -> None:
         now = time.time()
@@ -268,6 +348,12 @@ class Toolkit:
     def _run(self, call: ToolCall) -> ToolResult:
         tool, model = call.tool, call.model
         assert tool is not None and model is not None
+        if call.exclusive and call.name not in self._common and self.stop_latch.latched:
+            # Latched after this call was queued and before it was admitted: it never starts.
+            result = ToolResult(error=self.stop_latch.line())
+            now = time.time()
+            self._record.log_step(call, result, now, now)
+            return result
         record = self._record
         recording = record.on
         started = time.time() if recording else 0.0
@@ -290,6 +376,7 @@ class Toolkit:
             stage_sink=(lambda *stage: self._report_stage(call, *stage)) if record.events_on else call.set_stage,
             approval_sink=lambda entry: self._record_approval(call, entry),
             last_step=record.last_step,
+            stop_sink=lambda reason: self._stops_made.pop(call.id, None) or self.stop("the model", reason),
         )
         try:
             result = as_result(tool.fn(**kwargs, ctx=ctx))
@@ -330,6 +417,9 @@ class Toolkit:
             result = _as_cancelled(result, call.cancel_reason)  # a cancel during the observation
         if finish:
             result.data = {k: v for k, v in result.data.items() if k != FINISH_MARKER}
+        if call.name == "get_state" and result.error is None:
+            # Every robot's state shows the latch: the model and the operator learn why motions are refused.
+            result.data = {**result.data, "stop_latch": self.stop_latch.describe()}
         # Whatever a tool returned must reach the model (and transcripts) as JSON: a result that does
         # not encode becomes an error naming why, before it counts as a finish or a recipe step.
         try:

@@ -6,6 +6,8 @@ Who may do what (docs/ros.md, "Security"):
   the arm, hand and cameras it drives), and renews the leases of the streamed ones it waits for;
 - the runtime nodes serve those actions, publish telemetry and answer their lifecycle services;
 - the monitor (rviz, `ros2 topic echo`) reads telemetry, TF, images and /diagnostics, nothing else;
+- anyone who reaches the toolkit may latch its stop (`/toolkit/stop`); only the dashboard and the operator's
+  terminal (the `operator` enclave) may release it (`/toolkit/release_stop`);
 - the launch process drives the runtime nodes' lifecycle.
 
 Each node runs in the enclave `/rpent/<node name>`. A policy is built from the runtime nodes a robot
@@ -24,6 +26,8 @@ ENCLAVE_PREFIX = "/rpent"
 #: Nodes of every deployment, besides the runtime nodes a robot declares.
 TOOLKIT, PLANNER, DASHBOARD, MCP_BRIDGE, MONITOR, LAUNCH = ("toolkit", "planner", "dashboard", "mcp_bridge", "monitor",
                                                             "launch")
+#: The operator's terminal: `ros2 service call /toolkit/stop` and `/toolkit/release_stop`, nothing else.
+OPERATOR = "operator"
 #: The toolkit's own helper node in the same process (rpent_ros/runtime/lifecycle_client.py).
 _PROBE = "rpent_lifecycle_probe"
 #: Nodes whose names change from run to run, per enclave that hosts them.
@@ -33,7 +37,11 @@ _PARAMETER_SERVICES = ("describe_parameters", "get_parameter_types", "get_parame
                        "set_parameters", "set_parameters_atomically", "get_type_description")
 _LIFECYCLE_SERVICES = ("change_state", "get_state", "get_available_states", "get_available_transitions",
                        "get_transition_graph")
-_TOOLKIT_SERVICES = ("list_tools", "status", "new_task", "close_task")
+_TOOLKIT_SERVICES = ("list_tools", "status", "new_task", "close_task", "stop")
+#: The latched stop's release (rpent.tools.stop_latch): the operator's enclaves only, the dashboard and the
+#: operator's terminal; not the planner, the MCP bridge or the monitor.
+_RELEASE = "release_stop"
+_OPERATOR_NODES = ("_ros2cli_*", "rpent_operator*")
 #: What telemetry means for the monitor: joints, TF, robot descriptions, images and point clouds, diagnostics.
 _TELEMETRY = ("/joint_states", "/tf", "/tf_static", "/*/robot_description", "/diagnostics", "/*/image_raw",
               "/*/camera_info", "/*/depth/image_raw", "/*/depth/camera_info", "/*/points")
@@ -83,7 +91,7 @@ def _grants(runtime: Sequence[RuntimeNode]) -> dict[str, _Grants]:
     toolkit = grants[TOOLKIT] = _Grants()
     toolkit.node_basics(TOOLKIT, _PROBE)
     toolkit.execute |= {f"/{TOOLKIT}/call_tool", f"/{TOOLKIT}/tools/*"}
-    toolkit.reply |= {f"/{TOOLKIT}/{service}" for service in _TOOLKIT_SERVICES}
+    toolkit.reply |= {f"/{TOOLKIT}/{service}" for service in (*_TOOLKIT_SERVICES, _RELEASE)}
     # Its events and observation images, and with runtime_mode:=inprocess the arms' and cameras' telemetry.
     toolkit.publish |= {f"/{TOOLKIT}/*", "/joint_states", "/tf", "/tf_static", "/*/robot_description", "/diagnostics"}
     toolkit.subscribe |= {"/joint_states", "/tf", "/tf_static"}
@@ -103,6 +111,11 @@ def _grants(runtime: Sequence[RuntimeNode]) -> dict[str, _Grants]:
     dashboard.toolkit_client()
     dashboard.subscribe |= {f"/{TOOLKIT}/observation/*", *(f"/{node.name}/*/image_raw" for node in runtime)}
     dashboard.reply.add(f"/{DASHBOARD}/approve_motion")
+    dashboard.request.add(f"/{TOOLKIT}/{_RELEASE}")
+
+    operator = grants[OPERATOR] = _Grants()
+    operator.node_basics(*_OPERATOR_NODES)
+    operator.request |= {f"/{TOOLKIT}/{service}" for service in ("stop", _RELEASE, "status")}
 
     streaming = {node.name for node in runtime if _streams(node)}
     for node in runtime:

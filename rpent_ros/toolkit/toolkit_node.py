@@ -25,11 +25,13 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
+from std_srvs.srv import Trigger
 
 from rpent.record.run_record import RunRecord
 from rpent.runner.logs import FanOutSink, ProgressSink
 from rpent.runner.run import default_output_dir
 from rpent.srv import CloseTask, GetStatus, ListTools, NewTask
+from rpent.tools.stop_latch import StopLatch, state_dir_from_env
 from rpent_ros import node_main
 from rpent_ros.logging_bridge import forward_python_logging
 from rpent_ros.params import (
@@ -67,6 +69,8 @@ def toolkit_parameters() -> tuple[Param, ...]:
               "(a dashboard node's operator)"),
         Param("max_goals", MAX_GOALS, "unfinished goals held at once (the action QoS depth); more are refused, not lost",
               low=1, high=100000),
+        Param("state_dir", "", "where the robot's latched stop outlives this node, so a restart comes up stopped "
+              "(empty: $RPENT_STATE_DIR, else $XDG_STATE_HOME/rpent, else ~/.local/state/rpent)"),
     )
 
 
@@ -125,7 +129,10 @@ class ToolkitNode(Node):
                                                            cameras_node=own["cameras_node"])
         else:
             raise ValueError(f"parameter runtime_mode: must be 'inprocess' or 'ros', got {self.runtime_mode!r}")
-        self.toolkit = self.robot.get_toolkit(runtime_kwargs=self.runtime_kwargs, dashboard_events=self.events, config=self.config)
+        # The latched stop outlives every task's toolkit and this node (rpent.tools.stop_latch).
+        self.stop_latch = StopLatch.for_robot(self.spec.name, record_dir=None,
+                                              state_dir=Path(own["state_dir"]) if own["state_dir"] else state_dir_from_env())
+        self.toolkit = self._new_toolkit()
 
         # Serialises record swaps (~/new_task, ~/close_task), which wait for running calls. Goals and
         # cancels never take it: they only read self.toolkit, which a swap replaces in one step.
@@ -137,6 +144,10 @@ class ToolkitNode(Node):
         self.create_service(GetStatus, "~/status", self._status, callback_group=group)
         self.create_service(NewTask, "~/new_task", self._new_task, callback_group=group)
         self.create_service(CloseTask, "~/close_task", self._close_task, callback_group=group)
+        # The latch: anyone the policy lets reach the toolkit may stop it; only the operator's enclaves
+        # may release it (rpent_ros/security/policy.py).
+        self.create_service(Trigger, "~/stop", self._stop, callback_group=group)
+        self.create_service(Trigger, "~/release_stop", self._release_stop, callback_group=group)
         self._tasks = 1
         exposed = exposure_warning()
         if exposed is not None:
@@ -144,6 +155,23 @@ class ToolkitNode(Node):
         self.get_logger().info(
             f"robot '{self.spec.name}': {len(self.goals.servers) - 1} tools served; record in {self.config.output_dir}"
         )
+
+    def _new_toolkit(self) -> Any:
+        toolkit = self.robot.get_toolkit(runtime_kwargs=self.runtime_kwargs, dashboard_events=self.events,
+                                         config=self.config)
+        toolkit.use_stop_latch(self.stop_latch)
+        return toolkit
+
+    def _stop(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        event = self.toolkit.stop(f"ROS {self.get_fully_qualified_name()}/stop", "a call of the stop service")
+        response.success, response.message = True, event["line"]
+        return response
+
+    def _release_stop(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        event = self.toolkit.release_stop(f"ROS {self.get_fully_qualified_name()}/release_stop")
+        response.success = event is not None
+        response.message = "released" if event is not None else "the stop was not latched"
+        return response
 
     def _list_tools(self, request: ListTools.Request, response: ListTools.Response) -> ListTools.Response:
         response.tools_json = tools_json(self.toolkit.list_tools())
@@ -182,8 +210,7 @@ class ToolkitNode(Node):
         episode = self.toolkit.close(timeout=60)
         self.record = record
         self.config.output_dir = output_dir
-        self.toolkit = self.robot.get_toolkit(runtime_kwargs=self.runtime_kwargs, dashboard_events=self.events,
-                                              config=self.config)
+        self.toolkit = self._new_toolkit()
         return episode
 
     def _close_task(self, request: CloseTask.Request, response: CloseTask.Response) -> CloseTask.Response:
@@ -214,7 +241,8 @@ class ToolkitNode(Node):
         except Exception as exc:  # a broken sim must not break the status service
             solved = f"error: {exc}"
         response.status_json = json.dumps(
-            {"finish_result": self.toolkit.finish_result, "solved": solved, "closed": self.toolkit.closed}
+            {"finish_result": self.toolkit.finish_result, "solved": solved, "closed": self.toolkit.closed,
+             "stop_latch": self.stop_latch.describe()}
         )
         return response
 

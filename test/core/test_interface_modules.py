@@ -12,10 +12,10 @@ from rpent.tools import Toolkit
 
 
 def test_common_tools_are_importable_by_the_interface_name_and_offered_by_every_toolkit() -> None:
-    from rpent.tools.common_tools import COMMON_TOOLS, list_dir, read_image, read_text_file, write_text_file
+    from rpent.tools.common_tools import COMMON_TOOLS, list_dir, read_image, read_text_file, stop, write_text_file
 
-    assert [t.name for t in COMMON_TOOLS] == ["read_text_file", "write_text_file", "list_dir", "read_image"]
-    assert {read_text_file, write_text_file, list_dir, read_image} == set(COMMON_TOOLS)
+    assert [t.name for t in COMMON_TOOLS] == ["read_text_file", "write_text_file", "list_dir", "read_image", "stop"]
+    assert {read_text_file, write_text_file, list_dir, read_image, stop} == set(COMMON_TOOLS)
     assert [t.name for t in Toolkit(tools=[]).list_tools()] == [t.name for t in COMMON_TOOLS]
 
 

@@ -166,3 +166,35 @@ def test_other_web_pages_cannot_drive_the_robot_through_the_operators_browser(se
     assert served.session.snapshot()["task"] is None
     same_origin = served.client.post("/api/tasks", json={"fields": {}}, headers={"Origin": served.base_url})
     assert same_origin.status_code == 201
+
+
+def test_the_stop_button_stops_the_motion_refuses_every_motion_and_only_release_lets_them_run(served_factory) -> None:
+    served = served_factory(*REPLAY, "--speed", "0.01")  # 1 cm/s: the first move takes many seconds
+    world = served.session._shared_kwargs["world"]
+    served.client.post("/api/tasks", json={"fields": {}})
+    served.wait_state(lambda s: any(r["tool"] == "move_to" and r["status"] == "running" for r in (s["task"] or {}).get("timeline", [])))
+    stopped = served.client.post("/api/stop", json={"reason": "a hand in the cell"}).json()
+    assert stopped["latched"] is True and stopped["line"].startswith("stopped by the dashboard at ")
+    assert stopped["line"].endswith("(a hand in the cell): an operator must release it")
+    # The task's toolkit follows the robot's latch: its motion is cancelled, and every motion after is refused.
+    state = served.wait_state(ended)
+    assert state["stop_latch"] == {"latched": True, "line": stopped["line"], "by": "the dashboard",
+                                   "reason": "a hand in the cell"}
+    moves = [r for r in state["task"]["timeline"] if r["tool"] == "move_to"]
+    assert moves[0]["status"] != "ok" and all(r["status"] != "ok" for r in moves)
+    result = json.loads((Path(served.session.output_root) / "task-001" / "result.json").read_text())
+    assert result["stop_latch"]["latched"] is True and [e["event"] for e in result["stop_events"]] == ["stop"]
+    # A task started while stopped fails at its scene reset (it would move the arm), naming the latch.
+    stopped_at = list(world.gripper_xyz)
+    served.client.post("/api/tasks", json={"fields": {"task": "While stopped."}})
+    state = served.wait_state(lambda s: ended(s) and s["task"]["id"] == "task-002")
+    assert list(world.gripper_xyz) == stopped_at  # nothing moved
+    assert stopped["line"] in json.dumps(state["task"]), state["task"]
+    assert served.client.post("/api/stop/release", json={}).json() == {"released": True}
+    assert served.client.post("/api/stop/release", json={}).status_code == 409
+    assert served.session.snapshot()["stop_latch"]["latched"] is False
+    served.client.post("/api/tasks", json={"fields": {"task": "Released."}})
+    state = served.wait_state(lambda s: s["task"]["id"] == "task-003" and any(
+        r["tool"] == "move_to" and r["status"] == "running" for r in s["task"]["timeline"]))
+    assert state["task"]["reset"]["status"] == "done"  # the reset and the motions run again
+    assert served.client.post("/api/task/abort", json={"reason": "enough"}).json() == {"aborted": True}

@@ -68,13 +68,14 @@ def test_capture_images_returns_one_png_per_camera_in_order(toolkit: FrankaToolk
     assert all(Path(p).is_file() for p in result.image_paths)
 
 
-def test_every_tool_returns_its_declared_fields(toolkit: FrankaToolkit) -> None:
+def test_every_tool_returns_its_declared_fields(toolkit: FrankaToolkit, request) -> None:
     calls = [
         ("home", {}), ("open_gripper", {}), ("move_gripper", {"width_m": 0.06}), ("grasp", {"width_m": 0.0}),
         ("open_gripper", {}), ("move_joints", {"joints_rad": [0.05, 0, 0, -1.57, 0, 1.57, 0.785]}),
         ("move_to", {"x_m": 0.5, "y_m": 0.0, "z_m": 0.4}), ("move_by", {"dz_m": 0.02}), ("recover", {}),
-        ("stop", {}), ("home", {}), ("get_state", {}), ("capture_images", {}),
+        ("home", {}), ("get_state", {}), ("capture_images", {}), ("stop", {"reason": "the last call"}),
     ]
+    request.addfinalizer(lambda: toolkit.release_stop("the test"))  # the module's toolkit moves again
     for name, args in calls:
         result = toolkit.execute_tool(name, args)
         data = _ok(result)

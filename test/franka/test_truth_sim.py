@@ -164,7 +164,8 @@ class _StopFails:
         return getattr(self._robot, name)
 
 
-def test_stop_reports_a_stop_that_failed(toolkit: FrankaToolkit, sim_runtime: FrankaRuntime) -> None:
+def test_stop_reports_a_stop_that_failed(toolkit: FrankaToolkit, sim_runtime: FrankaRuntime, request) -> None:
+    request.addfinalizer(lambda: toolkit.release_stop("the test"))  # the module's toolkit moves again
     arm = sim_runtime.arm()
     real = arm._robot
     arm._robot = _StopFails(real)
@@ -173,7 +174,9 @@ def test_stop_reports_a_stop_that_failed(toolkit: FrankaToolkit, sim_runtime: Fr
     finally:
         arm._robot = real
     assert result.is_error and "stop failed" in result.error and "command rejected" in result.error
-    assert _ok(toolkit.execute_tool("stop", {})) == {"stopped": ["arm"]}
+    assert result.error.startswith("the stop is latched, but ")  # it holds all the same
+    assert toolkit.execute_tool("move_by", {"dz_m": 0.01}).error == toolkit.stop_latch.line()
+    assert _ok(toolkit.execute_tool("stop", {}))["halted"] == ["arm"]
 
 
 @contextmanager

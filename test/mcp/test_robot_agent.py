@@ -32,7 +32,7 @@ from rpent.mcp.agent import CANCELLED_TEXT
 pytestmark = pytest.mark.timeout(90)
 
 TOY_TOOL_NAMES = ["move_to", "grasp", "release", "get_state", "capture_image", "observe", "finish",
-                  "read_text_file", "write_text_file", "list_dir"]
+                  "read_text_file", "write_text_file", "list_dir", "stop"]
 PING = {"name": "ping", "description": "Answer pong.", "input_schema": {"type": "object", "properties": {
     "word": {"type": "string"}}}}
 BOOM = {"name": "boom", "description": "Always fails.", "input_schema": {"type": "object", "properties": {}}}

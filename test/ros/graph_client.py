@@ -5,6 +5,7 @@ one JSON line with what it saw. Every wait is bounded by --timeout.
 
     python graph_client.py discover /toolkit/call_tool --timeout 15      {"found": false}
     python graph_client.py call move_by '{"arm": "left", "dz_m": 0.02}'  {"ok": true, "error": null}
+    python graph_client.py trigger /toolkit/stop                          {"found": true, "success": true, ...}
     python graph_client.py listen /joint_states,/tf --timeout 20         {"counts": {"/joint_states": 12, "/tf": 30}}
     python graph_client.py displays /tf,/left/robot_description --subscriber rviz,transform_listener_impl
         {"/tf": {"received": 3, "subscribers": ["rviz", ...]}, ...}: a message seen on each topic, and who else reads it
@@ -41,6 +42,22 @@ def call(node: Node, tool: str, arguments: str, timeout_s: float) -> dict:
     toolkit.wait_ready(timeout_s)
     result = toolkit.execute_tool(tool, json.loads(arguments))
     return {"ok": not result.is_error, "error": result.error, "data": result.data}
+
+
+def trigger(node: Node, service: str, timeout_s: float) -> dict:
+    """Call a std_srvs/Trigger service (the toolkit's stop and release_stop)."""
+    from std_srvs.srv import Trigger
+
+    client = node.create_client(Trigger, service)
+    if not client.wait_for_service(timeout_sec=timeout_s):
+        return {"found": False}
+    done = threading.Event()
+    future = client.call_async(Trigger.Request())
+    future.add_done_callback(lambda _f: done.set())
+    if not done.wait(timeout_s):
+        return {"found": True, "answered": False}
+    response = future.result()
+    return {"found": True, "answered": True, "success": response.success, "message": response.message}
 
 
 def listen(node: Node, topics: str, timeout_s: float) -> dict:
@@ -109,7 +126,7 @@ def displays(node: Node, topics: str, subscriber: str, timeout_s: float) -> dict
 def main() -> int:
     argv = rclpy.utilities.remove_ros_args(sys.argv)[1:]
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=("discover", "call", "listen", "displays"))
+    parser.add_argument("mode", choices=("discover", "call", "trigger", "listen", "displays"))
     parser.add_argument("target")
     parser.add_argument("arguments", nargs="?", default="{}")
     parser.add_argument("--timeout", type=float, default=15.0)
@@ -126,6 +143,8 @@ def main() -> int:
             report = discover(node, args.target, args.timeout)
         elif args.mode == "call":
             report = call(node, args.target, args.arguments, args.timeout)
+        elif args.mode == "trigger":
+            report = trigger(node, args.target, args.timeout)
         elif args.mode == "listen":
             report = listen(node, args.target, args.timeout)
         else:

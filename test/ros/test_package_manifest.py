@@ -50,6 +50,7 @@ IMPORT_KEYS: dict[str, Need] = {
     "tf2_msgs": Need("tf2_msgs"),
     "diagnostic_msgs": Need("diagnostic_msgs"),
     "lifecycle_msgs": Need("lifecycle_msgs"),
+    "std_srvs": Need("std_srvs"),  # the toolkit's latched stop: /toolkit/stop and /toolkit/release_stop (Trigger)
     "sensor_msgs_py": Need("sensor_msgs_py"),
     "cv_bridge": Need("cv_bridge"),
     "launch": Need("launch"),

@@ -133,6 +133,34 @@ def test_a_certificate_from_another_keystore_is_refused(secured, tmp_path):
     assert secured["record"].largest_change(started) < STILL_RAD
 
 
+def test_the_planner_latches_the_stop_but_only_the_dashboard_releases_it(secured):
+    planner = {"env": secured["secured"], "enclave": "/rpent/planner", "name": "planner"}
+    dashboard = {"env": secured["secured"], "enclave": "/rpent/dashboard", "name": "dashboard"}
+    stopped = client("trigger", "/toolkit/stop", **planner, timeout_s=30)
+    try:
+        assert stopped.get("success") is True and stopped["message"].endswith("an operator must release it"), stopped
+        started = time.time()
+        refused = client("call", "move_by", MOVE, **planner, timeout_s=60)
+        assert refused.get("ok") is False and refused["error"] == stopped["message"], refused
+        assert secured["record"].largest_change(started) < STILL_RAD
+        # Its permissions hold no release: it cannot even make the service's client.
+        denied = client("trigger", "/toolkit/release_stop", **planner, timeout_s=15)
+        assert "failed to create" in denied.get("exception", ""), denied
+        assert client("call", "move_by", MOVE, **planner, timeout_s=60)["error"] == stopped["message"]
+    finally:
+        released = client("trigger", "/toolkit/release_stop", **dashboard, timeout_s=30)
+    assert released.get("success") is True, released
+    started = time.time()
+    moved = client("call", "move_by", MOVE, **planner, timeout_s=60)
+    assert moved.get("ok") is True, moved
+    assert secured["record"].largest_change(started) > 0.005
+    # In the record of the task the toolkit serves (a planner's task may have opened a fresh one).
+    events = [json.loads(line) for path in sorted((secured["base"] / "run").rglob("stop_events.jsonl"))
+              for line in path.read_text().splitlines()]
+    assert [(e["event"], e["by"]) for e in events] == [("stop", "ROS /toolkit/stop"),
+                                                      ("release", "ROS /toolkit/release_stop")]
+
+
 def test_the_secured_launch_started_each_node_in_its_own_enclave(secured):
     text = secured["launch"].text()
     for enclave in ("launch", "toolkit", "arm_left", "arm_right", "gripper_left", "gripper_right", "franka_sim"):

@@ -7,7 +7,7 @@ const S = { spec: null, state: null, lastId: 0, source: null, resyncing: false, 
   clockOffset: 0, ended: false };
 const KINDS = ["session", "component", "task_started", "tool_started", "tool_stage", "tool_finished", "planner_text",
   "finish", "toolkit_closed", "counters", "operator_message", "operator_note", "abort_requested", "task_ended",
-  "operator_request", "operator_request_closed", "scene_reset"];
+  "operator_request", "operator_request_closed", "scene_reset", "stop_latch"];
 const $ = (id) => document.getElementById(id);
 
 function el(tag, attrs = {}, ...children) {
@@ -136,6 +136,11 @@ function render() {
   const running = Boolean(task && ["running", "aborting"].includes(task.status));
   $("start-task").disabled = running || !open;
   for (const id of ["send-message", "add-note", "abort"]) $(id).disabled = !running || !open;
+  const latch = st.stop_latch || { latched: false };
+  $("stop-hold").disabled = latch.latched;
+  $("release-stop").disabled = !latch.latched;
+  $("stop-latch").hidden = !latch.latched;
+  $("stop-latch").textContent = latch.latched ? "⛔ " + latch.line : "";
   const warning = $("disagreement");
   const disagreement = task && task.summary ? task.summary.disagreement : null;
   warning.hidden = !disagreement;
@@ -347,6 +352,14 @@ function wire() {
   $("abort").addEventListener("click", async () => {
     $("operator-error").textContent = "";
     try { await api("POST", "/api/task/abort", { reason: "operator pressed Abort" }); } catch (error) { showOperatorError(error); }
+  });
+  $("stop-hold").addEventListener("click", async () => {
+    $("operator-error").textContent = "";
+    try { await api("POST", "/api/stop", { reason: "the operator pressed Stop" }); } catch (error) { showOperatorError(error); }
+  });
+  $("release-stop").addEventListener("click", async () => {
+    $("operator-error").textContent = "";
+    try { await api("POST", "/api/stop/release", {}); } catch (error) { showOperatorError(error); }
   });
   setInterval(updateCountdowns, 250);
 }

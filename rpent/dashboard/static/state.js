@@ -6,8 +6,14 @@ const ACTIVE_CALL = ["running", "awaiting_approval"];
 
 function findRow(task, callId) { return [...task.timeline].reverse().find((r) => r.call_id === callId); }
 
+function latchView(p) {
+  if (p.event === "stop") return { latched: true, line: p.line, by: p.by, reason: p.reason };
+  return { latched: false, released_by: p.by };
+}
+
 function apply(st, kind, p) {
   const task = st.task;
+  if (kind === "stop_latch") { st.stop_latch = latchView(p); return; }
   if (kind === "session") { st.session = { status: p.status, error: p.error || null, reason: p.reason || null }; return; }
   if (kind === "component") {
     let row = st.components.find((c) => c.name === p.name);
