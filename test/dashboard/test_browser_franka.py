@@ -121,9 +121,13 @@ def test_every_sim_camera_has_a_live_view_and_the_front_view_holds_the_whole_arm
     runtime = served.session._shared_kwargs["runtime"]
     open_dashboard(page, served)
     for camera in SIM_IMAGE_ORDER:  # front, top and the wrist camera
-        page.wait_for_function(f"document.querySelector('[data-testid=frame-{camera}]').naturalWidth > 0", timeout=WAIT_MS)
-        shown = page.eval_on_selector(f"[data-testid=frame-{camera}]", "img => [img.clientWidth / img.clientHeight, "
-                                      "img.naturalWidth / img.naturalHeight, img.style.objectFit || getComputedStyle(img).objectFit]")
+        # Read in the same moment the picture is known loaded: the page swaps in the next frame meanwhile,
+        # and a picture still loading has no natural size (a check after the wait once read 0 / 0).
+        shown = page.wait_for_function(
+            f"(() => {{ const img = document.querySelector('[data-testid=frame-{camera}]'); "
+            "return img.naturalWidth > 0 && img.naturalHeight > 0 && [img.clientWidth / img.clientHeight, "
+            "img.naturalWidth / img.naturalHeight, img.style.objectFit || getComputedStyle(img).objectFit]; })()",
+            timeout=WAIT_MS).json_value()
         assert shown[0] == pytest.approx(shown[1], rel=0.02) and shown[2] != "cover", (camera, shown)  # not cropped
     # The front camera's picture holds every part of the arm at home, with a margin.
     frame = next(c for c in runtime.cameras if c.name == "front").capture_frame()
