@@ -189,12 +189,22 @@ def spread(values: list[float], unit: str = "ms") -> str:
             f"max {values[-1]:7.1f} {unit}   (n={len(values)})")
 
 
-def wait_until(condition, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise SystemExit(f"{what}: not within {timeout_s} s")
-        time.sleep(0.01)
+def nodding_at_speed(server: ScriptedPolicyServer, record, asked: int) -> None:
+    """Wait until the policy has been asked for a chunk after the first `asked`, and the right arm runs it at
+    speed (the simulator's joint record)."""
+    from ros.goals import wait_until
+
+    wait_until(lambda: len(server.observations) > asked, 120, "a chunk asked for")
+    since = time.time()
+    wait_until(lambda: record.turning("right", NOD_JOINT, since, 0.2), 120, "the right arm nodding at speed")
+
+
+def at_rest(record, since: float) -> tuple[float, float]:
+    """(robot s, wall s) from the wall-clock moment `since` until the right arm is at rest."""
+    from ros.goals import wait_until
+
+    wait_until(lambda: record.rest_after("right", since) is not None, 60, "the right arm at rest")
+    return record.rest_after("right", since)
 
 
 class BareAlongside:
@@ -259,10 +269,7 @@ def cancel_requests(server: ScriptedPolicyServer, record, count: int, rng) -> tu
             server.script = nod
             goal = client.send("run_policy", {"arm": "right", "instruction": "nod", "max_steps": 3000})
             assert goal.wait_answered(60), "run_policy was not accepted"
-            asked = len(server.observations)
-            wait_until(lambda n=asked: len(server.observations) > n, 120, "a chunk asked for")
-            since = time.time()
-            wait_until(lambda t=since: record.turning("right", NOD_JOINT, t, 0.2), 120, "the right arm nodding at speed")
+            nodding_at_speed(server, record, len(server.observations))
             time.sleep(rng.uniform(0.0, 0.3))  # a moment spread over the chunk
             sent, sent_wall = time.perf_counter(), time.time()
             client.cancel(goal, 30)
@@ -272,7 +279,7 @@ def cancel_requests(server: ScriptedPolicyServer, record, count: int, rng) -> tu
                 latencies.append((stop["sent_s"] - sent) * 1000)
             else:
                 between += 1
-            wait_until(lambda t=sent_wall: record.rest_after("right", t) is not None, 60, "the right arm at rest")
+            at_rest(record, sent_wall)
     finally:
         spinning.stop()
         node.destroy_node()
@@ -300,15 +307,8 @@ def under_ros(args: argparse.Namespace) -> None:
         server.script = nod
         cli = SendGoal.of_tool("run_policy", {"arm": "right", "instruction": "nod", "max_steps": 3000})
         cli.wait_for("stage: running", 120)
-        asked = len(server.observations)
-        wait_until(lambda: len(server.observations) > asked, 120, "a chunk asked for")
-        since = time.time()
-        wait_until(lambda: record.turning("right", NOD_JOINT, since, 0.2), 120, "the right arm nodding at speed")
+        nodding_at_speed(server, record, len(server.observations))
         return cli
-
-    def at_rest(record: JointRecord, since: float) -> tuple[float, float]:
-        wait_until(lambda: record.rest_after("right", since) is not None, 60, "the right arm at rest")
-        return record.rest_after("right", since)
 
     logging.getLogger("websockets.server").setLevel(logging.CRITICAL)  # a cancel cuts the policy's connection
     rng = np.random.default_rng(7)

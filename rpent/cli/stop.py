@@ -17,7 +17,7 @@ import logging
 import socket
 from pathlib import Path
 
-from rpent.tools.stop_latch import StopLatch, state_dir_from_env
+from rpent.tools.stop_latch import robot_latch
 
 
 def add_stop_parser(commands: argparse._SubParsersAction) -> None:
@@ -35,8 +35,8 @@ def add_stop_parser(commands: argparse._SubParsersAction) -> None:
 
 def stop_command(args: argparse.Namespace) -> int:
     logging.getLogger("rpent.tools.stop_latch").setLevel(logging.ERROR)  # this command prints what it did
-    state_dir = Path(args.state_dir).expanduser() if args.state_dir else state_dir_from_env()
-    latch = StopLatch.for_robot(args.robot, state_dir=state_dir, record_dir=None)
+    state_dir = Path(args.state_dir).expanduser() if args.state_dir else None
+    latch = robot_latch(args.robot, state_dir)
     who = f"rpent stop ({getpass.getuser()}@{socket.gethostname()})"
     if args.release:
         event = latch.release(who)

@@ -1,5 +1,6 @@
 """The record's atomic writer: a file is replaced whole or not at all, so a reader (or a run killed
-mid-write) never sees half of result.json, transcript.json or a recipe."""
+mid-write) never sees half of result.json, transcript.json or a recipe. And a durable append of one JSON
+line, for a log whose every line must survive a crash right after it (stop_events.jsonl)."""
 
 from __future__ import annotations
 
@@ -32,6 +33,14 @@ def write_text_atomic(path: Path, text: str) -> None:
 def write_json(path: Path, payload: Any) -> None:
     """`payload` as indented JSON (odd values through json_default), written atomically."""
     write_text_atomic(path, json.dumps(payload, indent=2, ensure_ascii=False, default=json_default) + "\n")
+
+
+def append_json_line(path: Path, entry: Any) -> None:
+    """One JSON line appended to `path` and fsynced before this returns."""
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(entry, ensure_ascii=False, default=json_default) + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
 
 
 def _umask() -> int:

@@ -3,9 +3,9 @@ releases it, and a restarted toolkit comes up still stopped.
 
 Anyone may trigger it (the model's `stop` tool, ROS `/toolkit/stop`, the dashboard, `rpent stop`); only
 the operator's interfaces release it, and no tool does. The state is kept in JSON files written
-atomically: the run record's `stop_latch.json` and, when the toolkit has one, the robot's state
-directory (`<state_dir>/<robot>/stop_latch.json`), which outlives the run and is read back when a
-toolkit for that robot starts. Each trigger and release is also returned to the caller as an event for
+atomically: the robot's (`<state_dir>/<robot>/stop_latch.json`), which outlives its runs, is read back
+when a toolkit for that robot starts and is followed by every running one; the run record's
+`stop_latch.json` is a copy. Each trigger and release is also returned to the caller as an event for
 the run record and the dashboard.
 """
 
@@ -16,11 +16,11 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rpent.record.atomic import write_text_atomic
+from rpent.record.atomic import write_json
 
 log = logging.getLogger(__name__)
 
@@ -42,9 +42,9 @@ def state_dir_from_env() -> Path:
     return DEFAULT_STATE_DIR.expanduser()
 
 
-def robot_latch(robot: str) -> StopLatch:
-    """The latch of `robot` in the state directory of the environment (state_dir_from_env)."""
-    return StopLatch.for_robot(robot, state_dir=state_dir_from_env(), record_dir=None)
+def robot_latch(robot: str, state_dir: Path | None = None) -> StopLatch:
+    """The latch of `robot`, kept in `<state_dir>/<robot>/stop_latch.json` (default: state_dir_from_env())."""
+    return StopLatch((state_dir if state_dir is not None else state_dir_from_env()) / robot / FILE_NAME)
 
 
 class StopLatched(Exception):
@@ -52,41 +52,28 @@ class StopLatched(Exception):
 
 
 class StopLatch:
-    """One toolkit's latch. Thread-safe. `files` are where it is kept; the first that holds a latched
-    state when the latch is made is read back (a restart comes up still stopped)."""
+    """One robot's latch. Thread-safe. `path` is the robot's file, which outlives its runs (None: the latch
+    lives in this process only); a latched state found there when the latch is made holds (a restart comes
+    up still stopped)."""
 
-    def __init__(self, files: Sequence[Path] = ()) -> None:
-        self._files = [Path(f) for f in files]
+    def __init__(self, path: Path | None = None) -> None:
+        self._path = None if path is None else Path(path)
         self._record_file: Path | None = None
         self._lock = threading.Lock()
         self._on_change: Callable[[dict[str, Any]], None] | None = None
         self._watcher: threading.Thread | None = None
         self._state: dict[str, Any] | None = None
-        for path in self._files:
-            state = _read(path)
-            if state is not None and state.get("latched"):
-                self._state = state
-                log.warning("the stop latch read from %s holds: %s", path, self.line())
-                break
-        if self._state is not None:
-            self._write()  # into every file, the run record's included
-
-    @classmethod
-    def for_robot(cls, robot: str, *, state_dir: Path | None, record_dir: Path | None) -> StopLatch:
-        """The latch of `robot`, kept in `state_dir/<robot>/` (None: nowhere beyond the run) and in the run
-        record `record_dir` (None: no record)."""
-        latch = cls([Path(state_dir) / robot / FILE_NAME] if state_dir is not None else [])
-        if record_dir is not None:
-            latch.record_into(Path(record_dir) / FILE_NAME)
-        return latch
+        self._sync()
+        if self.latched:
+            log.warning("the stop latch read from %s holds: %s", self._path, self.line())
 
     def record_into(self, path: Path | None) -> None:
         """Keep the latch in the run record's `path` from now on, instead of the record before (a toolkit
         node opens a record per task; its latch outlives them all)."""
         with self._lock:
             self._record_file = None if path is None else Path(path)
-            if self._state is not None and self._record_file is not None:
-                self._write()
+            if self._state is not None:
+                self._write(robot_file=False)
 
     def watch(self, on_change: Callable[[dict[str, Any]], None]) -> None:
         """Follow the robot's latch file: a stop or a release that another process writes there (`rpent
@@ -94,9 +81,9 @@ class StopLatch:
         callback only: a toolkit node's toolkit of the moment). A latch kept nowhere has nothing to follow."""
         with self._lock:
             self._on_change = on_change
-            if self._watcher is not None or not self._files:
+            if self._watcher is not None or self._path is None:
                 return
-            self._watcher = threading.Thread(target=self._follow, args=(self._files[0],), name="rpent-stop-latch",
+            self._watcher = threading.Thread(target=self._follow, args=(self._path,), name="rpent-stop-latch",
                                              daemon=True)
             self._watcher.start()
 
@@ -130,7 +117,9 @@ class StopLatch:
                     self._state = state
                 else:
                     continue  # our own write, or no change of state
-                self._write()  # the run record's copy too
+                # The run record's copy only: writing the robot's file back could undo a newer write of the
+                # process that wrote it (a release right after a stop).
+                self._write(robot_file=False)
             log.warning("stop latch %s by %s (written to %s)", "released" if event["event"] == "release" else "latched",
                         event["by"], path)
             callback = self._on_change
@@ -197,17 +186,17 @@ class StopLatch:
     def _sync(self) -> None:
         """Take the state another process wrote to the robot's file since (under the lock): a release
         acts on the stop that holds now, whoever latched it."""
-        if self._files:
-            state = _read(self._files[0])
+        if self._path is not None:
+            state = _read(self._path)
             if state is not None:
                 self._state = state
 
-    def _write(self) -> None:
-        text = json.dumps(self._state, indent=1) + "\n"
-        for path in [*self._files, *([self._record_file] if self._record_file is not None else [])]:
+    def _write(self, *, robot_file: bool = True) -> None:
+        for path in (self._path if robot_file else None, self._record_file):
+            if path is None:
+                continue
             try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                write_text_atomic(path, text)
+                write_json(path, self._state)
             except OSError as exc:  # the latch still holds in this process; say where it is not kept
                 log.error("the stop latch could not be written to %s: %s", path, exc)
 
@@ -231,11 +220,3 @@ def _read(path: Path) -> dict[str, Any] | None:
         log.error("the stop latch file %s cannot be read (%s): treating it as latched", path, exc)
         return {"latched": True, "by": "an unreadable latch file", "at": time.time(), "reason": f"{path}: {exc}"}
     return state if isinstance(state, dict) else None
-
-
-def append_json_line(path: Path, entry: dict[str, Any]) -> None:
-    """One JSON line appended and flushed to disk: a crash right after a stop keeps its record."""
-    with open(path, "a", encoding="utf-8") as file:
-        file.write(json.dumps(entry, default=str) + "\n")
-        file.flush()
-        os.fsync(file.fileno())

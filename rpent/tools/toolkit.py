@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from rpent.memory.manager import MemoryManager
-from rpent.record.atomic import write_text_atomic
+from rpent.record.atomic import append_json_line, write_text_atomic
 from rpent.record.segments import Segment, attach_segment
 from rpent.record.values import describe_exception
 from rpent.tools.api import StageCallback
@@ -28,7 +28,7 @@ from rpent.tools.lifecycle import CallLifecycle
 from rpent.tools.result import CANCELLED_PREFIX, FINISH_MARKER, ToolResult
 from rpent.tools.stop_latch import EVENTS_FILE_NAME as STOP_EVENTS_FILE
 from rpent.tools.stop_latch import FILE_NAME as STOP_LATCH_FILE
-from rpent.tools.stop_latch import StopLatch, append_json_line
+from rpent.tools.stop_latch import StopLatch
 from rpent.tools.tool import Tool, ToolArgumentError
 
 log = logging.getLogger(__name__)
@@ -98,12 +98,12 @@ class Toolkit:
         if self.output_dir is not None:
             self.segment = attach_segment(self.output_dir)  # RecordError: a used directory, or a file
         self._record = CallRecord(self.output_dir, self.segment, dashboard_events)
-        #: The latched stop (rpent.tools.stop_latch): kept in the run record, and where the caller's latch
-        #: says (the robot's state directory: StopLatch.for_robot).
-        self.stop_latch = StopLatch()
-        self.use_stop_latch(stop_latch or self.stop_latch)
         self._stop_events: list[dict[str, Any]] = []
         self._stops_made: dict[int, dict[str, Any]] = {}  # the model's stop calls, latched before they queued
+        #: The latched stop (rpent.tools.stop_latch): the robot's (robot_latch) when the caller gives it,
+        #: copied into the run record.
+        self.stop_latch = stop_latch if stop_latch is not None else StopLatch()
+        self._follow_latch()
 
     # ---- public API -------------------------------------------------------------------------
 
@@ -157,13 +157,15 @@ class Toolkit:
         self._calls.resume()
 
     def use_stop_latch(self, latch: StopLatch) -> None:
-        """Obey `latch` (one that outlives this toolkit: the robot's, StopLatch.for_robot), kept in this
-        toolkit's record from now on."""
-        latch.record_into(self.segment.file(STOP_LATCH_FILE) if self.segment is not None else None)
-        if getattr(self, "stop_latch", latch) is not latch:
-            self.stop_latch.unwatch(self._latched_elsewhere)
+        """Obey `latch` (one that outlives this toolkit: the robot's, robot_latch), kept in this toolkit's
+        record from now on."""
+        self.stop_latch.unwatch(self._latched_elsewhere)
         self.stop_latch = latch
-        latch.watch(self._latched_elsewhere)
+        self._follow_latch()
+
+    def _follow_latch(self) -> None:
+        self.stop_latch.record_into(self.segment.file(STOP_LATCH_FILE) if self.segment is not None else None)
+        self.stop_latch.watch(self._latched_elsewhere)
 
     def stop(self, by: str, reason: str = "") -> dict[str, Any]:
         """Latch the stop: every motion queued or running is cancelled now (its robot stops as a cancel
@@ -309,11 +311,15 @@ class Toolkit:
         self._calls.queue(call)
 
     def _latched_out(self, call: ToolCall) -> bool:
-        """Refuse a robot call that may move while the stop latch holds (read-only and common tools go on)."""
-        if not call.exclusive or call.name in self._common or not self.stop_latch.latched:
+        """Refuse a call that the stop latch holds back; True if it did."""
+        if not self._held_by_latch(call):
             return False
         self._calls.refuse(call, self.stop_latch.line())
         return True
+
+    def _held_by_latch(self, call: ToolCall) -> bool:
+        """A robot call that may move, while the stop latch holds (read-only and common tools go on)."""
+        return call.exclusive and call.name not in self._common and self.stop_latch.latched
 
     def _log_refusal(self, call: ToolCall, result: ToolResult) -> None:
         now = time.time()
@@ -348,11 +354,10 @@ class Toolkit:
     def _run(self, call: ToolCall) -> ToolResult:
         tool, model = call.tool, call.model
         assert tool is not None and model is not None
-        if call.exclusive and call.name not in self._common and self.stop_latch.latched:
+        if self._held_by_latch(call):
             # Latched after this call was queued and before it was admitted: it never starts.
             result = ToolResult(error=self.stop_latch.line())
-            now = time.time()
-            self._record.log_step(call, result, now, now)
+            self._log_refusal(call, result)
             return result
         record = self._record
         recording = record.on

@@ -31,7 +31,7 @@ from rpent.record.run_record import RunRecord
 from rpent.runner.logs import FanOutSink, ProgressSink
 from rpent.runner.run import default_output_dir
 from rpent.srv import CloseTask, GetStatus, ListTools, NewTask
-from rpent.tools.stop_latch import StopLatch, state_dir_from_env
+from rpent.tools.stop_latch import robot_latch
 from rpent_ros import node_main
 from rpent_ros.logging_bridge import forward_python_logging
 from rpent_ros.params import (
@@ -130,8 +130,7 @@ class ToolkitNode(Node):
         else:
             raise ValueError(f"parameter runtime_mode: must be 'inprocess' or 'ros', got {self.runtime_mode!r}")
         # The latched stop outlives every task's toolkit and this node (rpent.tools.stop_latch).
-        self.stop_latch = StopLatch.for_robot(self.spec.name, record_dir=None,
-                                              state_dir=Path(own["state_dir"]) if own["state_dir"] else state_dir_from_env())
+        self.stop_latch = robot_latch(self.spec.name, Path(own["state_dir"]) if own["state_dir"] else None)
         self.toolkit = self._new_toolkit()
 
         # Serialises record swaps (~/new_task, ~/close_task), which wait for running calls. Goals and

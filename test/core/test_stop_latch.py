@@ -12,7 +12,7 @@ import sys
 import time
 
 from rpent.tools import Toolkit
-from rpent.tools.stop_latch import StopLatch
+from rpent.tools.stop_latch import robot_latch
 
 from .toolkits import GATE_TOOLS, Gates
 
@@ -20,7 +20,7 @@ LINE = re.compile(r"^stopped by (.+) at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d \((.*)\):
 
 
 def latched_kit(tmp_path, gates: Gates, run: str = "run") -> Toolkit:
-    latch = StopLatch.for_robot("gates", state_dir=tmp_path / "state", record_dir=None)
+    latch = robot_latch("gates", tmp_path / "state")
     return Toolkit(robot=gates, tools=GATE_TOOLS, output_dir=tmp_path / run, stop_latch=latch)
 
 
