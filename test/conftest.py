@@ -25,6 +25,16 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 pytest.register_assert_rewrite("toolkit_conformance")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_state_of_shared_fixtures(tmp_path_factory):
+    # Module-scoped fixtures (a launch shared by a module's tests) start before any function-scoped one:
+    # they too must never touch the developer's robot memory or latched stops.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RPENT_MEMORY_DIR", str(tmp_path_factory.mktemp("session-memory")))
+        patch.setenv("RPENT_STATE_DIR", str(tmp_path_factory.mktemp("session-state")))
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _isolated_memory(tmp_path_factory, monkeypatch):
     # A test must never read or write the developer's real robot memory.
