@@ -4,7 +4,8 @@ A motion is checked whole: its target and the path franky will run between the c
 it (sampled every `path_step_m` / `path_step_rad`, along the Cartesian line for Cartesian motions,
 along the joint-space line for joint motions), for every configuration on the way: joints inside
 their limits with margin, the TCP inside the workspace box and within `max_tilt_deg` of pointing
-down, and every link and the hand above the table and the floor. Cartesian paths are turned into
+down, every link and the hand above the table and the floor and out of every keep-out zone
+(robots.franka.keep_out). Cartesian paths are turned into
 joint configurations the way the arm's own controller tracks them (robots.franka.kinematics), so
 the links of a Cartesian motion are checked too, and a target no configuration reaches is refused.
 
@@ -22,10 +23,12 @@ from typing import Any
 
 import numpy as np
 import yaml
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from robots.franka import kinematics
+from robots.franka.keep_out import CHAIN_NAMES, KeepOutZone, check_names, penetration, zone_points
 from robots.franka.safety_limits import ArmLimits
+from rpent.rule_words import pydantic_rule
 from rpent.runtime.arm import MotionRefused
 from rpent.runtime.types import Pose, quat_from_matrix
 
@@ -40,9 +43,11 @@ class SafetyEnvelope:
         *,
         base_xyz_m: Sequence[float] = (0.0, 0.0, 0.0),
         flange_to_tcp: np.ndarray = kinematics.FLANGE_TO_HAND_TCP,
+        keep_out: Sequence[KeepOutZone] = (),
     ) -> None:
         self.limits = limits or ArmLimits()
         self.arm_name = arm_name
+        self.keep_out = tuple(zone for zone in keep_out if zone.applies_to(arm_name))
         self.base_xyz_m = np.asarray(base_xyz_m, dtype=float)
         self.flange_to_tcp = np.asarray(flange_to_tcp, dtype=float)
         self._lower = np.asarray(self.limits.joint_lower_rad) + self.limits.joint_margin_rad
@@ -50,7 +55,8 @@ class SafetyEnvelope:
 
     def with_tcp(self, flange_to_tcp: np.ndarray) -> SafetyEnvelope:
         """The same envelope for an arm whose end effector sits at `flange_to_tcp` from the flange."""
-        return SafetyEnvelope(self.limits, self.arm_name, base_xyz_m=self.base_xyz_m, flange_to_tcp=flange_to_tcp)
+        return SafetyEnvelope(self.limits, self.arm_name, base_xyz_m=self.base_xyz_m, flange_to_tcp=flange_to_tcp,
+                              keep_out=self.keep_out)
 
     def _refuse(self, limit: str, value: object, rule: str) -> MotionRefused:
         return MotionRefused(f"{self.arm_name}.{limit}", value, rule)
@@ -177,7 +183,8 @@ class SafetyEnvelope:
         return path
 
     def check_configurations(self, q_start: np.ndarray, path: np.ndarray, labels: list[tuple[str, float]]) -> None:
-        """Every configuration of a path: joint limits, TCP box and tilt, links above table and floor."""
+        """Every configuration of a path: joint limits, TCP box and tilt, links above table and floor and
+        out of the keep-out zones."""
         if not np.all(np.isfinite(path)):
             k = int(np.argmax(~np.all(np.isfinite(path), axis=1)))
             raise self._refuse(f"{_where(*labels[k])}.joints_rad", "not finite", "every joint value must be finite")
@@ -195,6 +202,7 @@ class SafetyEnvelope:
         self._check_box(tcp[:, :3, 3], labels)
         self._check_tilt(frames[:, 7, :3, :3], labels)
         self._check_clear_of_table(self.base_xyz_m + kinematics.body_points(frames[1:]), labels)
+        self._check_keep_out(frames, labels)
 
     def _check_box(self, positions: np.ndarray, labels: list[tuple[str, float]]) -> None:
         box = self.limits.workspace_m
@@ -238,6 +246,24 @@ class SafetyEnvelope:
                 raise self._refuse(
                     f"{_where(*labels[k])}.{kinematics.POINT_NAMES[p]}.z_m", round(float(bottom[k, p]), 4),
                     f"{name} at z {floor - margin} m + margin {margin} m (every link and the hand stay above it)",
+                )
+
+    def _check_keep_out(self, frames: np.ndarray, labels: list[tuple[str, float]]) -> None:
+        """frames: the start and the path. An arm that starts too close to a zone (a zone added beside
+        it) may move away: only getting closer than at the start is refused."""
+        if not self.keep_out:
+            return
+        points = self.base_xyz_m + zone_points(frames)
+        margin = self.limits.keep_out_margin_m
+        for zone in self.keep_out:
+            depth = penetration(zone, points, margin)
+            k = _first_violation(np.max(depth, axis=1), 0.0, 1e-3)
+            if k is not None:
+                c = int(np.argmax(depth[k + 1]))
+                gap = margin - float(depth[k + 1, c])  # from the link's surface to the zone; negative inside
+                raise self._refuse(
+                    f"{_where(*labels[k])}.{CHAIN_NAMES[c]}.keep_out_m", round(gap, 4),
+                    f"{zone.describe()} + margin {margin} m (every link and the hand stay out of it)",
                 )
 
     def world_points(self, path: np.ndarray) -> np.ndarray:
@@ -313,6 +339,12 @@ class SafetyConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     default: ArmLimits = ArmLimits()
     arms: dict[str, dict[str, Any]] = {}
+    keep_out: tuple[KeepOutZone, ...] = ()
+
+    @field_validator("keep_out")
+    @classmethod
+    def _unique_zones(cls, zones: tuple[KeepOutZone, ...]) -> tuple[KeepOutZone, ...]:
+        return check_names(zones)
 
     def limits_for(self, arm_name: str) -> ArmLimits:
         override = self.arms.get(arm_name)
@@ -322,11 +354,11 @@ class SafetyConfig(BaseModel):
         merged.update(override)
         try:
             return ArmLimits.model_validate(merged)
-        except ValueError as exc:
-            raise ValueError(f"safety config arms.{arm_name}: {exc}") from exc
+        except ValidationError as exc:
+            raise ValueError(f"safety config arms.{arm_name}.{_one_line(exc)}") from None
 
     def envelope(self, arm_name: str, base_xyz_m: Sequence[float] = (0.0, 0.0, 0.0)) -> SafetyEnvelope:
-        return SafetyEnvelope(self.limits_for(arm_name), arm_name, base_xyz_m=base_xyz_m)
+        return SafetyEnvelope(self.limits_for(arm_name), arm_name, base_xyz_m=base_xyz_m, keep_out=self.keep_out)
 
 
 def load_safety_config(path: str | Path | None) -> SafetyConfig:
@@ -337,5 +369,14 @@ def load_safety_config(path: str | Path | None) -> SafetyConfig:
     data = yaml.safe_load(path.read_text()) or {}
     try:
         return SafetyConfig.model_validate(data)
-    except ValueError as exc:
-        raise ValueError(f"{path}: {exc}") from exc
+    except ValidationError as exc:
+        raise ValueError(f"{path}: {_one_line(exc)}") from None
+
+
+def _one_line(exc: ValidationError) -> str:
+    """The first broken rule as one line, `keep_out[0]: keep_out zone 'a': give exactly one of box or
+    cylinder`, in the house's words (rpent.rule_words), not pydantic's several."""
+    error = exc.errors()[0]
+    where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in error["loc"]).lstrip(".")
+    rule = "unknown field" if error["type"] == "extra_forbidden" else pydantic_rule(error)
+    return f"{where}: {rule}" if where else rule

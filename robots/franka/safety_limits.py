@@ -73,6 +73,7 @@ class ArmLimits(BaseModel):
     path_step_m: float = Field(0.01, gt=0, le=0.05)
     path_step_rad: float = Field(0.05, gt=0, le=0.2)
     min_arm_distance_m: float = Field(0.10, ge=0, le=1.0)
+    keep_out_margin_m: float = Field(0.02, ge=0, le=0.5)  # between a keep-out zone and any link or the hand
     # Streamed joint commands (a policy's steps), per joint: the velocity a step is scaled down to, and
     # the acceleration of the motion that runs it (robots.franka.policy.step_safety).
     max_joint_velocity_rad_s: tuple[float, ...] = (1.0,) * 7

@@ -18,6 +18,7 @@ pytest.importorskip("openpi_client", reason="openpi-client is not installed (scr
 from fakes.droid_policies import Constant, GoalSeeking, Reaching, Reversing, droid_chunk
 from fakes.openpi_server import CUT_MID_MESSAGE, ScriptedPolicyServer
 from video_frames import video_frames
+from zone_battery import box_around, zones_on
 
 from robots.dual_franka.toolkit import DualFrankaToolkit
 from robots.franka import kinematics
@@ -182,6 +183,26 @@ def test_a_hostile_policy_is_stopped_before_the_unsafe_step_and_the_arm_stays_wh
     after = np.asarray(runtime.arm().settled_state().joints)
     assert np.max(np.abs(after - np.asarray(refused["joints_rad"]))) < AT_REFUSAL_RAD
     assert outcome["steps"] <= refused["step"]
+
+
+def test_a_policy_reaching_into_a_keep_out_zone_is_stopped_before_the_step_that_would_enter(toolkit, runtime, server):
+    arm = runtime.arm()
+    home = np.asarray(arm.settled_state().joints)
+    swing = np.array([0.55, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])  # joint 1: the hand sweeps 29 cm sideways
+    goal = home + swing
+    # A box around where the hand passes 24 cm along: 11 cm clear of the hand where it starts.
+    on_the_way = box_around("camera_mount", kinematics.tcp_pose(home + swing * 0.45 / 0.55, arm.envelope.flange_to_tcp)[:3, 3])
+    server.script = Reaching(goal, units=0.4)
+    with zones_on(arm, [on_the_way]):
+        result = toolkit.execute_tool("run_policy", {"instruction": "reach past the camera", "max_steps": 96})
+    outcome = action_result(result)
+    assert outcome["stopped"] == "refused", outcome
+    refused = outcome["refused"]
+    assert refused["limit"].endswith(".keep_out_m") and "keep-out zone 'camera_mount'" in refused["rule"], refused
+    assert refused["step"] > 0, refused  # the steps before it ran
+    after = np.asarray(arm.settled_state().joints)
+    assert np.max(np.abs(after - np.asarray(refused["joints_rad"]))) < AT_REFUSAL_RAD
+    assert on_the_way.signed_distance(kinematics.tcp_pose(after, arm.envelope.flange_to_tcp)[:3, 3]) > 0.05
 
 
 class PeakSpeeds:

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from battery import must_accept, must_refuse
 from sim_process import franka_sim_process
+from zone_battery import box_around, zones_on
 
 from robots.dual_franka.toolkit import DualFrankaToolkit
 from robots.franka import kinematics
@@ -258,6 +259,22 @@ def test_dual_arms_crossing_are_refused_and_neither_arm_moves(dual) -> None:
     # Apart, both move.
     data = _ok(kit.execute_tool("move_both_by", {"dz_m": -0.05}))
     assert all(a["reached"] for a in data["arms"])
+
+
+def test_a_dual_move_into_one_arm_s_keep_out_zone_is_refused_and_neither_arm_moves(dual) -> None:
+    kit, runtime = dual
+    left = runtime.arm("left")
+    # A tray 8 cm under the left hand (world frame), the left arm's zone only.
+    tray = box_around("left_tray", np.asarray(left.settled_state().pose.position) + left.envelope.base_xyz_m - np.array([0, 0, 0.08]))
+    with zones_on(left, [tray]):
+        commanded = {n: np.asarray(a._robot.state.q_d) for n, a in runtime.arms.items()}
+        result = kit.execute_tool("move_both_by", {"dz_m": -0.08})
+        assert result.is_error and "refused: left." in result.error and "keep-out zone 'left_tray'" in result.error, result.error
+        for name, arm in runtime.arms.items():  # nothing was sent to either arm
+            assert np.array_equal(np.asarray(arm._robot.state.q_d), commanded[name]), name
+        # The right arm's own move down as far runs: the tray is not its zone.
+        assert _ok(kit.execute_tool("move_by", {"arm": "right", "dz_m": -0.08}))["reached"] is True
+    _ok(kit.execute_tool("move_by", {"arm": "right", "dz_m": 0.08}))
 
 
 @pytest.mark.timeout(120)
