@@ -67,11 +67,13 @@ def post_beside(name: str, start: np.ndarray, end: np.ndarray, side: float) -> K
 
 
 def _far_at_start(case: ZoneCase) -> bool:
-    """The zone starts 15 cm from every joint, the flange and the TCP (farther than any link's radius, the
-    margin and the zone's half-diagonal): an arm that starts too close may only move away, a separate rule."""
+    """The zone starts clear of the arm: 12 cm from every joint, the flange and the TCP (farther than any
+    link's radius with the margin and the zone's half-diagonal), and a target's zone 17 cm (farther than
+    the hand's half-width with its margin, 15.4 cm, so its refusal is the target's doing). An arm that
+    starts too close may only move away: a separate rule."""
     frames = kinematics.joint_frames(np.asarray(case.start)[None])[0]
     points = np.vstack([frames[1:, :3, 3], _tcp(np.asarray(case.start))[None]])
-    return bool(np.min(case.zone.signed_distance(points)) > 0.15 - 0.035)
+    return bool(np.min(case.zone.signed_distance(points)) > (0.17 if case.kind == "in_target" else 0.12))
 
 
 def _clear_of(post: KeepOutZone, tcp_line: np.ndarray) -> bool:
