@@ -41,8 +41,8 @@ LAYERS: dict[str, str] = {
     # generated interfaces into the rpent package: they are ROS, not core.
     **dict.fromkeys(("rpent.msg", "rpent.srv", "rpent.action", "rclpy", "rcl_interfaces", "rosidl_runtime_py",
                      "builtin_interfaces", "action_msgs", "std_msgs", "sensor_msgs", "geometry_msgs",
-                     "lifecycle_msgs", "diagnostic_msgs", "tf2_ros", "tf2_msgs", "sensor_msgs_py", "launch",
-                     "launch_ros", "ament_index_python"), "ros_client"),
+                     "lifecycle_msgs", "diagnostic_msgs", "tf2_ros", "tf2_msgs", "visualization_msgs", "sensor_msgs_py",
+                     "launch", "launch_ros", "ament_index_python"), "ros_client"),
     "robots": "robots",
 }
 #: A robot's own ROS package, `robots.<name>.ros` (its nodes, built on rpent_ros): any robot's, by the

@@ -1,20 +1,22 @@
 """Typed telemetry for rviz: arm joint states, URDF and link TF; camera images, depth, camera info,
-point clouds and camera frames in TF."""
+point clouds and camera frames in TF; keep-out zones as markers."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Protocol
+from typing import Literal, Protocol
 
 import numpy as np
 from builtin_interfaces.msg import Time
 from geometry_msgs.msg import TransformStamped
 from rclpy.node import Node
+from rclpy.publisher import Publisher
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, Image, JointState, PointCloud2, PointField
 from sensor_msgs_py.point_cloud2 import create_cloud
 from std_msgs.msg import Header, String
 from tf2_msgs.msg import TFMessage
+from visualization_msgs.msg import Marker, MarkerArray
 
 from rpent.runtime.camera import CameraFrame
 from rpent.runtime.types import ArmState, quat_from_matrix, quat_from_rpy
@@ -151,6 +153,62 @@ class ArmTelemetry:
             _transform_msg(stamp, t.parent, t.child, t.translation, t.quaternion)
             for t in self.description.transforms(positions)
         ]))
+
+
+class ZoneShape(Protocol):
+    """One keep-out zone as rviz draws it (a robot's: robots.franka.ros.zone_markers.ZoneMarker): a
+    cube or cylinder by its centre and size (a cylinder's: diameter, diameter, height), where its name
+    goes, its colour; metres, in the frame the markers are published in."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def shape(self) -> Literal["cube", "cylinder"]: ...
+    @property
+    def center_xyz_m(self) -> tuple[float, float, float]: ...
+    @property
+    def size_xyz_m(self) -> tuple[float, float, float]: ...
+    @property
+    def label_xyz_m(self) -> tuple[float, float, float]: ...
+    @property
+    def rgba(self) -> tuple[float, float, float, float]: ...
+
+
+ZONES_TOPIC = "/keep_out_zones"
+#: Height of a zone's name in rviz [m].
+ZONE_LABEL_HEIGHT_M = 0.05
+
+
+def latch_zone_markers(node: Node, zones: Sequence[ZoneShape], frame: str) -> Publisher:
+    """Latch `zones` on /keep_out_zones (visualization_msgs/MarkerArray, transient local) once: per zone
+    the marker `ns` = its name, id 0 its solid, id 1 its name above it (TEXT_VIEW_FACING, opaque).
+
+    Several nodes latch on this topic (each arm node its arm's zones), so a zone for every arm comes
+    from each with the same ns and id and rviz draws it once; nothing here sends DELETEALL, which would
+    erase the other nodes' zones. Returns the publisher (the node holds it too)."""
+    header = Header(frame_id=frame)  # stamp 0: rviz places them with the latest transform, at any time
+    markers = []
+    for zone in zones:
+        solid = Marker(header=header, ns=zone.name, id=0, action=Marker.ADD,
+                       type=Marker.CUBE if zone.shape == "cube" else Marker.CYLINDER)
+        _place(solid, zone.center_xyz_m)
+        solid.scale.x, solid.scale.y, solid.scale.z = (float(v) for v in zone.size_xyz_m)
+        solid.color.r, solid.color.g, solid.color.b, solid.color.a = (float(v) for v in zone.rgba)
+        label = Marker(header=header, ns=zone.name, id=1, action=Marker.ADD, type=Marker.TEXT_VIEW_FACING,
+                       text=zone.name)
+        _place(label, zone.label_xyz_m)
+        label.scale.z = ZONE_LABEL_HEIGHT_M
+        label.color.r, label.color.g, label.color.b = (float(v) for v in zone.rgba[:3])
+        label.color.a = 1.0
+        markers += [solid, label]
+    publisher = node.create_publisher(MarkerArray, ZONES_TOPIC, LATCHED)
+    publisher.publish(MarkerArray(markers=markers))
+    return publisher
+
+
+def _place(marker: Marker, xyz: Sequence[float]) -> None:
+    marker.pose.position.x, marker.pose.position.y, marker.pose.position.z = (float(v) for v in xyz)
+    marker.pose.orientation.w = 1.0
 
 
 class CameraTelemetry:

@@ -4,8 +4,9 @@ Who may do what (docs/ros.md, "Security"):
 - the planner, dashboard and MCP bridge send goals to the toolkit's actions and call its services;
 - only the toolkit calls the runtime nodes' RuntimeCall actions (and a VLA client node the actions of
   the arm, hand and cameras it drives), and renews the leases of the streamed ones it waits for;
-- the runtime nodes serve those actions, publish telemetry and answer their lifecycle services;
-- the monitor (rviz, `ros2 topic echo`) reads telemetry, TF, images and /diagnostics, nothing else;
+- the runtime nodes serve those actions, publish telemetry (an arm node its keep-out zones too) and answer
+  their lifecycle services;
+- the monitor (rviz, `ros2 topic echo`) reads telemetry, TF, keep-out zones, images and /diagnostics, nothing else;
 - anyone who reaches the toolkit may latch its stop (`/toolkit/stop`); only the dashboard and the operator's
   terminal (the `operator` enclave) may release it (`/toolkit/release_stop`);
 - the launch process drives the runtime nodes' lifecycle.
@@ -42,8 +43,11 @@ _TOOLKIT_SERVICES = ("list_tools", "status", "new_task", "close_task", "stop")
 #: operator's terminal; not the planner, the MCP bridge or the monitor.
 _RELEASE = "release_stop"
 _OPERATOR_NODES = ("_ros2cli_*", "rpent_operator*")
-#: What telemetry means for the monitor: joints, TF, robot descriptions, images and point clouds, diagnostics.
-_TELEMETRY = ("/joint_states", "/tf", "/tf_static", "/*/robot_description", "/diagnostics", "/*/image_raw",
+#: The arms' keep-out zones as rviz markers, latched by each arm node (in process: the toolkit).
+_ZONES = "/keep_out_zones"
+#: What telemetry means for the monitor: joints, TF, robot descriptions, keep-out zones, images and point
+#: clouds, diagnostics.
+_TELEMETRY = ("/joint_states", "/tf", "/tf_static", "/*/robot_description", _ZONES, "/diagnostics", "/*/image_raw",
               "/*/camera_info", "/*/depth/image_raw", "/*/depth/camera_info", "/*/points")
 
 
@@ -93,7 +97,8 @@ def _grants(runtime: Sequence[RuntimeNode]) -> dict[str, _Grants]:
     toolkit.execute |= {f"/{TOOLKIT}/call_tool", f"/{TOOLKIT}/tools/*"}
     toolkit.reply |= {f"/{TOOLKIT}/{service}" for service in (*_TOOLKIT_SERVICES, _RELEASE)}
     # Its events and observation images, and with runtime_mode:=inprocess the arms' and cameras' telemetry.
-    toolkit.publish |= {f"/{TOOLKIT}/*", "/joint_states", "/tf", "/tf_static", "/*/robot_description", "/diagnostics"}
+    toolkit.publish |= {f"/{TOOLKIT}/*", "/joint_states", "/tf", "/tf_static", "/*/robot_description", _ZONES,
+                        "/diagnostics"}
     toolkit.subscribe |= {"/joint_states", "/tf", "/tf_static"}
     toolkit.call |= {f"/{node.name}/{part}/call" for node in runtime for part in node.parts}
     # It renews (and releases) the lease of each streamed call it waits for (rpent_ros/runtime/lease.py).
@@ -125,6 +130,8 @@ def _grants(runtime: Sequence[RuntimeNode]) -> dict[str, _Grants]:
         served.reply |= {f"/{node.name}/{service}" for service in _LIFECYCLE_SERVICES}
         served.publish |= {f"/{node.name}/*", "/joint_states", "/tf", "/tf_static", "/diagnostics",
                            *(f"/{arm}/robot_description" for arm in node.arms)}
+        if node.arms:
+            served.publish.add(_ZONES)
         served.subscribe.add("/joint_states")  # a wrist camera's pose follows its arm
         if _streams(node):
             served.subscribe.add(f"/{node.name}/*/call/lease")  # its streamed calls' leases

@@ -109,7 +109,7 @@ def displays(node: Node, topics: str, subscriber: str, timeout_s: float) -> dict
         types = dict(node.get_topic_names_and_types())
         for topic in wanted:
             if topic not in subscribed and topic in types:
-                qos = latched if topic.endswith(("robot_description", "tf_static")) else qos_profile_sensor_data
+                qos = latched if topic.endswith(("robot_description", "tf_static", "keep_out_zones")) else qos_profile_sensor_data
                 node.create_subscription(get_message(types[topic][0]), topic, lambda m, t=topic: seen(t, m), qos)
                 subscribed.add(topic)
         readers = {t: sorted(i.node_name for i in node.get_subscriptions_info_by_topic(t)) for t in wanted}

@@ -48,6 +48,7 @@ IMPORT_KEYS: dict[str, Need] = {
     "geometry_msgs": Need("geometry_msgs"),
     "action_msgs": Need("action_msgs"),
     "tf2_msgs": Need("tf2_msgs"),
+    "visualization_msgs": Need("visualization_msgs"),  # keep-out zones as rviz markers (/keep_out_zones)
     "diagnostic_msgs": Need("diagnostic_msgs"),
     "lifecycle_msgs": Need("lifecycle_msgs"),
     "std_srvs": Need("std_srvs"),  # the toolkit's latched stop: /toolkit/stop and /toolkit/release_stop (Trigger)

@@ -269,6 +269,7 @@ def test_rviz_config_draws_both_arms_in_world_with_cameras_and_observation() -> 
     clouds = {d["Topic"]["Value"]: d for d in displays if d["Class"] == "rviz_default_plugins/PointCloud2"}
     assert set(clouds) == {f"/franka_sim/{c}/points" for c in ("front", "top", "left_wrist", "right_wrist")}
     assert all(d["Color Transformer"] == "RGB8" for d in clouds.values())
+    _shows_the_latched_keep_out_zones(displays)
 
 
 def test_single_arm_rviz_config_draws_the_in_process_arm_and_its_observations() -> None:
@@ -284,3 +285,12 @@ def test_single_arm_rviz_config_draws_the_in_process_arm_and_its_observations() 
     # The in-process cameras' depth as points, published by the toolkit node (camera_rate_hz).
     clouds = {d["Topic"]["Value"] for d in displays if d["Class"] == "rviz_default_plugins/PointCloud2"}
     assert clouds == {"/toolkit/front/points", "/toolkit/top/points", "/toolkit/wrist/points"}
+    _shows_the_latched_keep_out_zones(displays)
+
+
+def _shows_the_latched_keep_out_zones(displays: list[dict]) -> None:
+    """Arm nodes (or the toolkit node, in process) latch their zones once at start, one message each."""
+    [zones] = [d for d in displays if d["Class"] == "rviz_default_plugins/MarkerArray"]
+    assert zones["Topic"]["Value"] == "/keep_out_zones"
+    assert zones["Topic"]["Durability Policy"] == "Transient Local" and zones["Topic"]["Reliability Policy"] == "Reliable"
+    assert zones["Topic"]["Depth"] >= 2  # both arm nodes' messages, when they arrive together

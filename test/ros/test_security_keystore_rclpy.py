@@ -65,12 +65,15 @@ def test_only_the_toolkit_calls_the_arms_and_only_the_lab_s_clients_call_the_too
     monitor = _grants("/rpent/monitor")
     assert set(monitor) == {"publish", "subscribe", "reply"}  # no request, call or execute
     assert monitor["publish"] == {"/rosout", "/parameter_events"}
-    assert {"/joint_states", "/tf", "/tf_static", "/diagnostics", "/*/image_raw"} <= monitor["subscribe"]
+    assert {"/joint_states", "/tf", "/tf_static", "/diagnostics", "/*/image_raw", "/keep_out_zones"} <= monitor["subscribe"]
     own = {"describe_parameters", "get_parameter_types", "get_parameters", "list_parameters", "set_parameters",
            "set_parameters_atomically", "get_type_description"}  # each node's own parameter and type services
     assert {name.rsplit("/", 1)[1] for name in monitor["reply"]} == own | {"reset_time"}, monitor["reply"]
     # ... and rviz's own Reset button (rviz serves reset_time), for rviz only
     assert {name for name in monitor["reply"] if name.endswith("/reset_time")} == {"/rviz*/reset_time"}
+    # Keep-out zones come from the arm nodes (and the toolkit, with the arms in process), no one else.
+    publishing_zones = {e for e in enclaves if "/keep_out_zones" in _grants(e).get("publish", set())}
+    assert publishing_zones == {"/rpent/toolkit", "/rpent/arm_left", "/rpent/arm_right", "/rpent/arm_arm"}
 
 
 def test_a_missing_enclave_stops_the_launch_before_any_node_starts(keystore, tmp_path):

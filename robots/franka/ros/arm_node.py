@@ -8,7 +8,9 @@
 Managed (rpent_ros.runtime.managed_node): it starts unconfigured; configure connects, activate admits
 motions, deactivate stops them and refuses new ones, cleanup disconnects. It publishes its health
 on /diagnostics, latches the arm's URDF on `/<name>/robot_description` and publishes TF for every
-link (`world -> <name>_link0` from `base_xyz`/`base_rpy`) and /joint_states.
+link (`world -> <name>_link0` from `base_xyz`/`base_rpy`) and /joint_states, and latches the safety
+file's keep-out zones for this arm on /keep_out_zones (MarkerArray, in `world_frame`). The envelope
+places the arm at `base_xyz` too, for the checks in the world frame (the table, the zones).
 """
 
 from __future__ import annotations
@@ -18,11 +20,12 @@ from typing import Any
 
 from robots.franka.ros.description import base_xyz_for, description_or_none
 from robots.franka.ros.node_params import CONNECT_TIMEOUT, IP, NAME, URDF, safety_envelope, safety_param
+from robots.franka.ros.zone_markers import zone_markers
 from rpent_ros import node_main
 from rpent_ros.params import Param
 from rpent_ros.runtime.managed_node import ManagedRuntimeNode
 from rpent_ros.runtime.server import ARM_METHODS
-from rpent_ros.runtime.telemetry import ArmTelemetry
+from rpent_ros.runtime.telemetry import ArmTelemetry, latch_zone_markers
 
 # Franky arms also answer the envelope checks the tools run before approval (cheap, no motion).
 FRANKA_ARM_METHODS = ARM_METHODS | {
@@ -53,11 +56,13 @@ class FrankaArmNode(ManagedRuntimeNode):
                   choices=("auto", "enforce", "ignore")),
         ], FRANKA_ARM_METHODS, ARM_MOTIONS, **kwargs)
         p = self.params
-        # Read (and refuse bad) files before any robot is waited for.
-        self.envelope = safety_envelope(p["safety_file"], self.runtime_name)
         base_xyz = p["base_xyz"] if p["base_xyz"] is not None else base_xyz_for(self.runtime_name)
+        # Read (and refuse bad) files before any robot is waited for. The envelope's world-frame checks
+        # (table, keep-out zones) place the arm where rviz does.
+        self.envelope = safety_envelope(p["safety_file"], self.runtime_name, base_xyz_m=base_xyz)
         self.telemetry = ArmTelemetry(self, self.runtime_name, description_or_none(self, self.runtime_name, p["urdf"]),
                                       base_xyz=base_xyz, base_rpy=p["base_rpy"], world_frame=p["world_frame"])
+        latch_zone_markers(self, zone_markers(self.envelope.keep_out), p["world_frame"])
 
     def connect(self) -> Any:
         from robots.franka.hardware.franky_arm import FrankyArm

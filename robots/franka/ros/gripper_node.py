@@ -34,7 +34,8 @@ class FrankaGripperNode(ManagedRuntimeNode):
             NAME, IP, safety_param(), CONNECT_TIMEOUT, URDF,
             Param("publish_rate_hz", 10.0, "finger joint states and TF per second", low=0.1, high=100.0),
         ], FRANKA_GRIPPER_METHODS, GRIPPER_MOTIONS, **kwargs)
-        self.envelope = safety_envelope(self.params["safety_file"], self.runtime_name)
+        # The hand's checks (opening, force) are not placed in the world: its base is no matter here.
+        self.envelope = safety_envelope(self.params["safety_file"], self.runtime_name, base_xyz_m=(0.0, 0.0, 0.0))
         # Only this node knows the opening, so it publishes the finger joints; the arm node the rest.
         self.telemetry = ArmTelemetry(self, self.runtime_name,
                                       description_or_none(self, self.runtime_name, self.params["urdf"]), static=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from rpent_ros.params import Param
@@ -20,7 +21,10 @@ def safety_param() -> Param:
                  "gripper limits every motion is checked against (docs/franka-safety.md)")
 
 
-def safety_envelope(path: str, arm_name: str) -> Any:
+def safety_envelope(path: str, arm_name: str, *, base_xyz_m: Sequence[float]) -> Any:
+    """The arm's envelope from the safety file at `path` (a bad file is refused here, naming the field).
+    Its world-frame checks (the table, keep-out zones) place the arm's base at `base_xyz_m` in the world
+    frame: the arm node's `base_xyz`, never an assumed origin."""
     from robots.franka.safety import load_safety_config
 
-    return load_safety_config(path).envelope(arm_name)
+    return load_safety_config(path).envelope(arm_name, base_xyz_m)
