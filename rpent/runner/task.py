@@ -202,9 +202,9 @@ class TaskRun:
             "episode": str(episode) if episode else None,
             "recipe": str(recipe_path) if recipe_path else None,
             "error": error or (result.error if result is not None else None),
-            # Every latched stop and release of the run, and the latch as it ends (rpent.tools.stop_latch).
-            "stop_events": self.toolkit.stop_events() if hasattr(self.toolkit, "stop_events") else [],
-            "stop_latch": self.toolkit.stop_latch.describe() if hasattr(self.toolkit, "stop_latch") else None,
+            # Every latched stop and release of the run, and the latch as it ends (rpent.tools.stop_latch):
+            # the toolkit's own, or a ROS toolkit node's.
+            **(self.toolkit.stop_record() if hasattr(self.toolkit, "stop_record") else {"stop_events": [], "stop_latch": None}),
         }
 
     def _publish(self, recipe_path: Path | None, started: float) -> Any:

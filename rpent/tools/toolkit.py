@@ -203,6 +203,10 @@ class Toolkit:
         """Every stop and release of this toolkit, in order (result.json keeps them)."""
         return list(self._stop_events)
 
+    def stop_record(self) -> dict[str, Any]:
+        """What result.json keeps of the latched stop: this toolkit's stops and releases, and the latch now."""
+        return {"stop_events": self.stop_events(), "stop_latch": self.stop_latch.describe()}
+
     def _record_stop_event(self, event: dict[str, Any]) -> None:
         self._stop_events.append(event)
         if self.segment is not None:

@@ -115,6 +115,7 @@ class RemoteTask:
         self.output_dir = Path(output_dir)
         self._settle_s = settle_s
         self._closed: dict[str, str] | None = None
+        self._stop_record: dict[str, Any] | None = None
 
     def list_tools(self, include_read_image: bool = True) -> list[RemoteTool]:
         return self._remote.list_tools(include_read_image)
@@ -147,6 +148,10 @@ class RemoteTask:
     def solved(self) -> bool | None:
         return self._remote.solved()
 
+    def stop_record(self) -> dict[str, Any]:
+        """The node's latched stop for this task's result.json (as the task closed, once it has)."""
+        return self._stop_record if self._stop_record is not None else self._remote.stop_record()
+
     def write_recipe(self, recipe_tag: str) -> Path:
         return recipe_of(self._close(recipe_tag), self._remote.namespace)
 
@@ -160,6 +165,8 @@ class RemoteTask:
 
     def _close(self, recipe_tag: str) -> dict[str, str]:
         if self._closed is None:
+            # Read before the close: afterwards the node's status is its next record's.
+            self._stop_record = self._remote.stop_record()
             self._closed = self._remote.close_task(recipe_tag)
             # The page shows the last tool rows only if their events came before the task ends.
             self._events.wait_closed(self._closed["output_dir"], self._settle_s)

@@ -241,6 +241,11 @@ class RosToolkit:
         solved = self._status_payload().get("solved")
         return solved if isinstance(solved, bool) else None
 
+    def stop_record(self) -> dict[str, Any]:
+        """The node's latched stop for result.json: its task's stops and releases, and the latch now."""
+        status = self._status_payload()
+        return {"stop_events": status.get("stop_events", []), "stop_latch": status.get("stop_latch")}
+
 
 def recipe_of(closed: dict[str, str], namespace: str) -> Path:
     """The recipe a close_task answer names; RemoteError saying why where the node wrote none."""

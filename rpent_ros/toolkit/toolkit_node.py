@@ -241,7 +241,7 @@ class ToolkitNode(Node):
             solved = f"error: {exc}"
         response.status_json = json.dumps(
             {"finish_result": self.toolkit.finish_result, "solved": solved, "closed": self.toolkit.closed,
-             "stop_latch": self.stop_latch.describe()}
+             **self.toolkit.stop_record()}
         )
         return response
 

@@ -5,7 +5,6 @@ for the robot comes up stopped. (Who may call which service under SROS2: test_se
 from __future__ import annotations
 
 import json
-import threading
 
 import pytest
 
@@ -16,9 +15,10 @@ from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
-from rpent.srv import GetStatus  # noqa: E402
 from rpent_ros.toolkit.client import RosToolkit  # noqa: E402
 from rpent_ros.toolkit.toolkit_node import ToolkitNode  # noqa: E402
+
+from .services import call_service, latch_of  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(120)]
 RELEASE = "an operator must release it"
@@ -30,20 +30,6 @@ def toy_node(ros, tmp_path, name: str, namespace: str = "/") -> ToolkitNode:
         Parameter("speed", value=0.02), Parameter("state_dir", value=str(tmp_path / "state"))]))
 
 
-def call(node: Node, kind, service: str, timeout_s: float = 30):
-    client = node.create_client(kind, service)
-    assert client.wait_for_service(timeout_sec=timeout_s), f"{service} did not appear"
-    done = threading.Event()
-    future = client.call_async(kind.Request())
-    future.add_done_callback(lambda _f: done.set())
-    assert done.wait(timeout_s), f"{service}: no answer within {timeout_s} s"
-    return future.result()
-
-
-def latch_of(node: Node, toolkit: str = "/toolkit") -> dict:
-    return json.loads(call(node, GetStatus, f"{toolkit}/status").status_json)["stop_latch"]
-
-
 def test_the_stop_service_cancels_the_running_goal_and_holds_until_released(ros, tmp_path):
     toolkit_node = toy_node(ros, tmp_path, "node")
     client = ros(Node("latch_client"))
@@ -53,7 +39,7 @@ def test_the_stop_service_cancels_the_running_goal_and_holds_until_released(ros,
     moving = remote.submit("move_to", {"x_m": 0.5, "y_m": 0.5})
     assert latch_of(client) == {"latched": False}
 
-    stopped = call(client, Trigger, "/toolkit/stop")
+    stopped = call_service(client, Trigger, "/toolkit/stop")
     assert stopped.success and stopped.message.endswith(RELEASE), stopped.message
     result = moving.result(timeout=30)
     assert result.is_error and result.error == f"cancelled: {stopped.message}", result.error
@@ -65,16 +51,16 @@ def test_the_stop_service_cancels_the_running_goal_and_holds_until_released(ros,
     latch = latch_of(client)
     assert latch["latched"] is True and latch["by"] == "ROS /toolkit/stop" and latch["line"] == stopped.message
 
-    released = call(client, Trigger, "/toolkit/release_stop")
+    released = call_service(client, Trigger, "/toolkit/release_stop")
     assert released.success and released.message == "released"
-    assert not call(client, Trigger, "/toolkit/release_stop").success  # nothing left to release
+    assert not call_service(client, Trigger, "/toolkit/release_stop").success  # nothing left to release
     assert not remote.execute_tool("move_to", {"x_m": 0.3, "y_m": 0.3}).is_error
 
 
 def test_a_toolkit_node_started_again_for_the_robot_comes_up_stopped(ros, tmp_path):
     first = toy_node(ros, tmp_path, "first")
     client = ros(Node("latch_client"))
-    stopped = call(client, Trigger, "/toolkit/stop")
+    stopped = call_service(client, Trigger, "/toolkit/stop")
     assert first.stop_latch.latched
     # Another toolkit node for the robot, as launch starts one again: it reads the robot's state dir.
     toy_node(ros, tmp_path, "second", namespace="/again")
@@ -85,5 +71,5 @@ def test_a_toolkit_node_started_again_for_the_robot_comes_up_stopped(ros, tmp_pa
     refused = remote.execute_tool("move_to", {"x_m": 0.1, "y_m": 0.1})
     assert refused.is_error and refused.error == stopped.message
     assert json.loads((tmp_path / "second" / "stop_latch.json").read_text())["latched"] is True
-    assert call(client, Trigger, "/again/toolkit/release_stop").success
+    assert call_service(client, Trigger, "/again/toolkit/release_stop").success
     assert not remote.execute_tool("move_to", {"x_m": 0.1, "y_m": 0.1}).is_error
