@@ -253,6 +253,8 @@ def test_the_latched_stop_holds_against_every_interface_until_released_and_acros
         out = clis[-1].finished(60)
         assert "Goal finished with status: SUCCEEDED" in out, out[-3000:]
         assert record.largest_change(moved_from) > 0.005
+        is_error, answer = _mcp_call(launched["mcp_url"], "move_by", {**LIFT, "dz_m": -LIFT["dz_m"]})  # and back
+        assert not is_error, answer
 
         # Latched again, the toolkit node killed: the launch ends with it. A toolkit node started again for
         # the robot with its state directory (its arms in the node this time: the arm nodes went with the
