@@ -35,19 +35,21 @@ def approve(ctx: ToolContext[FrankaRuntime], arms: Sequence[FrankyArm], descript
     if channel is None:
         raise PermissionError(f"{needed[0].name}: approval is required but no operator channel is connected")
     timeout = min(a.envelope.limits.approval_timeout_s for a in needed)
-    asked = time.time()
+    # The wait is timed on the monotonic clock (a wall clock stepped meanwhile would make it 0 or negative);
+    # the record's answer time is the request's wall time plus that wait.
+    asked_at, asked = time.time(), time.monotonic()
     ctx.report("awaiting_approval", description)  # the dashboard's operator_request event has its deadline
     approved = _request(channel, str(ctx.call_id), f"{ctx.tool_name}: {description}", timeout, ctx.on_cancel)
-    answered = time.time()
+    waited = time.monotonic() - asked
     # A cancel wins over any answer, and ends the call as cancelled, not denied.
     outcome = "cancelled" if ctx.cancelled else "approved" if approved else (
-        "timed_out" if answered - asked >= timeout - _TIMEOUT_SLACK_S else "denied")
+        "timed_out" if waited >= timeout - _TIMEOUT_SLACK_S else "denied")
     by = operator_of(channel)
-    ctx.record_approval(motion=description, outcome=outcome, by=by, requested_at=asked, answered_at=answered,
-                        timeout_s=timeout)
+    ctx.record_approval(motion=description, outcome=outcome, by=by, requested_at=asked_at,
+                        answered_at=asked_at + waited, timeout_s=timeout)
     answer = {"approved": f"approved by {by}", "denied": f"denied by {by}", "timed_out": f"no answer from {by}: denied",
               "cancelled": "withdrawn: the call was cancelled"}[outcome]
-    log.info("approval of call %d (%s): %s after %.1f s: %s", ctx.call_id, ctx.tool_name, answer, answered - asked,
+    log.info("approval of call %d (%s): %s after %.1f s: %s", ctx.call_id, ctx.tool_name, answer, waited,
              description)
     ctx.check_cancelled()
     if not approved:

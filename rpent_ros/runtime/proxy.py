@@ -3,6 +3,7 @@ action, so a toolkit node drives arms that live in other nodes or on other machi
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -16,6 +17,8 @@ from rpent_ros.action_client import ThreadSafeActionClient
 from rpent_ros.runtime.codec import decode_result, encode_call
 from rpent_ros.runtime.image_msgs import image_msg_to_rgb
 from rpent_ros.runtime.lease import LEASED_METHODS, RENEW_S, LeaseRenewer
+
+log = logging.getLogger(__name__)
 
 _LIVENESS_PERIOD_S = 0.2
 _GONE_AFTER_S = 1.0  # DDS graph updates lag a little; a restart within this is not "gone"
@@ -136,8 +139,27 @@ class RuntimeProxy:
         return lambda *args, **kwargs: self.call(method, *args, **kwargs)
 
     def stop(self) -> None:
-        # Stop must not wait behind a running wait(): it is its own goal, served concurrently.
-        self.call("stop")
+        """Send the runtime's stop and return: it is its own goal, served concurrently with a running
+        wait(). Nothing waits for its answer (a failure is logged when it comes): stop is called from a
+        cancel's callbacks (a ROS cancel of a goal, the latched stop), which must not wait behind another
+        node's executor; a policy's cancel already reached the arm past it (its lease's release)."""
+        if self._gone and not self._client.server_is_ready():  # fail at once, e.g. during shutdown
+            raise RemoteRuntimeError(f"{self.action_name}: the runtime node is gone (stop not sent)")
+
+        def on_result(future: Any) -> None:
+            result = future.result().result
+            if result.is_error:
+                log.warning("%s.stop failed: %s", self.name, result.error)
+
+        def on_goal(future: Any) -> None:
+            handle = future.result()
+            if handle.accepted:
+                handle.get_result_async().add_done_callback(on_result)
+            else:
+                log.warning("%s: the stop goal was rejected", self.action_name)
+
+        goal = RuntimeCall.Goal(method="stop", args_json=encode_call((), {}))
+        self._client.send_goal_async(goal).add_done_callback(on_goal)
 
     def close(self) -> None:
         """The runtime belongs to its node; closing the proxy leaves it running."""

@@ -77,7 +77,9 @@ def test_approvals_on_the_terminal_are_in_run_log_steps_and_result(tmp_path):
     [no] = second["approvals"]
     assert (yes["outcome"], yes["by"], no["outcome"], no["by"]) == ("approved", f"terminal ({user})", "denied", f"terminal ({user})")
     assert yes["motion"].startswith("move arm by [0.0, 0.0, 0.02]")
-    assert 0 < yes["waited_s"] < 90 and yes["answered_at"] - yes["requested_at"] == pytest.approx(yes["waited_s"], abs=0.01)
+    # Answered as soon as asked: on a quiet machine the round trip through the pipes is under the record's
+    # millisecond, so the wait may be 0.0 (the CI's last run).
+    assert 0 <= yes["waited_s"] < 90 and yes["answered_at"] - yes["requested_at"] == pytest.approx(yes["waited_s"], abs=0.01)
     assert yes["timeout_s"] == 30.0
     assert first["status"] == "ok" and second["status"] == "error" and "operator denied" in second["error"]
     summary = json.loads((out / "result.json").read_text())["approvals"]
