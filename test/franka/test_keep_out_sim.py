@@ -9,10 +9,11 @@ from typing import Any
 
 import numpy as np
 import pytest
+from sim_toolkit import commanded, own_sim
 from zone_battery import HOME, ZoneCase, cases, zones_on
 
 from robots.franka.config import FrankaConfig
-from robots.franka.runtime import FrankaRuntime, build_runtime
+from robots.franka.runtime import FrankaRuntime
 from robots.franka.safety import SafetyEnvelope
 from robots.franka.safety_limits import ArmLimits
 from robots.franka.toolkit import FrankaToolkit
@@ -30,18 +31,8 @@ def cell(tmp_path_factory) -> Iterator[tuple[FrankaToolkit, FrankaRuntime]]:
     folder = tmp_path_factory.mktemp("keep_out")
     safety = folder / "safety.yaml"
     safety.write_text("keep_out:\n  - {name: monitor, box: {x_m: [0.45, 0.60], y_m: [0.15, 0.30], z_m: [0.2, 0.5]}}\n")
-    runtime = build_runtime(FrankaConfig(safety_file=str(safety)), sim=True, sim_cameras=False)
-    kit = FrankaToolkit(robot=runtime, output_dir=folder / "run")
-    try:
-        yield kit, runtime
-    finally:
-        kit.close(timeout=30)
-        runtime.close()
-
-
-def _commanded(runtime: FrankaRuntime) -> np.ndarray:
-    """The joint position the robot is commanded to hold (libfranka's q_d): unchanged if nothing was sent."""
-    return np.asarray(runtime.arm()._robot.state.q_d)
+    with own_sim(FrankaConfig(safety_file=str(safety)), FrankaToolkit, folder / "run") as pair:
+        yield pair
 
 
 def _ok(result: Any) -> dict[str, Any]:
@@ -64,11 +55,11 @@ def _pick(kind: str, tool: str, count: int) -> list[ZoneCase]:
 def test_the_safety_file_s_zone_refuses_a_move_into_it_naming_zone_link_and_waypoint(cell) -> None:
     kit, runtime = cell
     _ok(kit.execute_tool("home", {}))
-    commanded = _commanded(runtime)
+    sent = commanded(runtime)
     result = kit.execute_tool("move_to", {"x_m": 0.5, "y_m": 0.22, "z_m": 0.35})
     assert result.is_error
     assert "keep_out_m" in result.error and "keep-out zone 'monitor'" in result.error, result.error
-    assert np.array_equal(_commanded(runtime), commanded)
+    assert np.array_equal(commanded(runtime), sent)
 
 
 def test_zone_battery_refusals_leave_the_arm_still_and_a_path_beside_runs(cell) -> None:
@@ -79,20 +70,20 @@ def test_zone_battery_refusals_leave_the_arm_still_and_a_path_beside_runs(cell) 
     for case in [c for kind in ("in_target", "across_path") for tool in ("move_to", "move_joints")
                  for c in _pick(kind, tool, 2)]:
         with zones_on(arm, [case.zone]):
-            before, commanded = np.asarray(arm.settled_state().joints), _commanded(runtime)
+            before, sent = np.asarray(arm.settled_state().joints), commanded(runtime)
             result = kit.execute_tool(case.tool, case.arguments)
             assert result.is_error and f"keep-out zone {case.zone.name!r}" in result.error, (case, result.error)
-            assert np.array_equal(_commanded(runtime), commanded), f"a command reached the robot: {case}"
+            assert np.array_equal(commanded(runtime), sent), f"a command reached the robot: {case}"
             assert np.max(np.abs(np.asarray(arm.state().joints) - before)) < STILL_RAD
             refused += 1
     # home, from where the battery starts it, with a zone across the way back: refused where it stands.
     case = next(c for c in _pick("across_path", "home", 12) if _reachable_from_home(c.start))
     _ok(kit.execute_tool("move_joints", {"joints_rad": list(case.start)}))
     with zones_on(arm, [case.zone]):
-        commanded = _commanded(runtime)
+        sent = commanded(runtime)
         result = kit.execute_tool("home", {})
         assert result.is_error and "keep-out zone 'on_the_way'" in result.error, result.error
-        assert np.array_equal(_commanded(runtime), commanded)
+        assert np.array_equal(commanded(runtime), sent)
     # Beside a zone (every kind is accepted by the geometry: test_keep_out.py), the arm runs it.
     _ok(kit.execute_tool("home", {}))
     case = _pick("beside_path", "move_to", 1)[0]

@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ import numpy as np
 import pytest
 from battery import must_accept, must_refuse
 from sim_process import franka_sim_process
+from sim_toolkit import commanded, own_sim
 from zone_battery import box_around, zones_on
 
 from robots.dual_franka.toolkit import DualFrankaToolkit
@@ -48,11 +48,6 @@ def _ok(result: Any) -> dict[str, Any]:
 def _truth(runtime: FrankaRuntime, arm_index: int = 0) -> np.ndarray:
     assert runtime.sim is not None
     return runtime.sim.hand_tcp_in_arm_frame(arm_index)
-
-
-def _commanded(runtime: FrankaRuntime) -> np.ndarray:
-    """The joint position the robot is commanded to hold (libfranka's q_d): unchanged if nothing was sent."""
-    return np.asarray(runtime.arm()._robot.state.q_d)
 
 
 def _at_rest(runtime: FrankaRuntime) -> tuple[float, ...]:
@@ -180,23 +175,11 @@ def test_stop_reports_a_stop_that_failed(toolkit: FrankaToolkit, sim_runtime: Fr
     assert _ok(toolkit.execute_tool("stop", {}))["halted"] == ["arm"]
 
 
-@contextmanager
-def _own_sim(config: FrankaConfig, kit_class: type[FrankaToolkit], output_dir: Path, scene: SimScene | None = None):
-    """A toolkit on a simulator of its own (no cameras), closed afterwards."""
-    runtime = build_runtime(config, sim=True, scene=scene, sim_cameras=False)
-    kit = kit_class(robot=runtime, output_dir=output_dir)
-    try:
-        yield kit, runtime
-    finally:
-        kit.close(timeout=30)
-        runtime.close()
-
-
 @pytest.fixture
 def fresh(tmp_path: Path) -> Iterator[tuple[FrankaToolkit, FrankaRuntime]]:
     """A simulator of its own: what earlier tests did to the shared one (contacts, pushes) leaves the
     simulated arm creeping for a long while, which would be mistaken for a refused command's doing."""
-    with _own_sim(FrankaConfig(), FrankaToolkit, tmp_path) as pair:
+    with own_sim(FrankaConfig(), FrankaToolkit, tmp_path) as pair:
         yield pair
 
 
@@ -208,10 +191,10 @@ def test_battery_must_refuse_leaves_the_arm_still(fresh) -> None:
     moved = 0.0
     for command in single:
         # Per command: the simulated arm's own slow creep while it holds a pose is not a command's doing.
-        before, commanded = np.asarray(sim_runtime.arm().state().joints), _commanded(sim_runtime)
+        before, sent = np.asarray(sim_runtime.arm().state().joints), commanded(sim_runtime)
         result = toolkit.execute_tool(command.tool, command.arguments)
         after = np.asarray(sim_runtime.arm().state().joints)
-        assert np.array_equal(_commanded(sim_runtime), commanded), f"a command reached the robot: {command}"
+        assert np.array_equal(commanded(sim_runtime), sent), f"a command reached the robot: {command}"
         assert result.is_error, f"accepted a must-refuse command: {command}"
         assert "refused" in result.error or "invalid arguments" in result.error, result.error
         moved = max(moved, float(np.max(np.abs(after - before))))
@@ -241,7 +224,7 @@ def test_battery_safe_commands_pass_the_live_arm_checks_and_some_run(toolkit, si
 @pytest.fixture(scope="module")
 def dual(tmp_path_factory) -> Iterator[tuple[DualFrankaToolkit, FrankaRuntime]]:
     config = FrankaConfig(arms=[ArmConfig(name="left"), ArmConfig(name="right")])
-    with _own_sim(config, DualFrankaToolkit, tmp_path_factory.mktemp("dual"), SimScene.dual()) as pair:
+    with own_sim(config, DualFrankaToolkit, tmp_path_factory.mktemp("dual"), SimScene.dual()) as pair:
         yield pair  # type: ignore[misc]
 
 
