@@ -42,6 +42,9 @@ OPENPI = ["websockets==17.4", "msgpack==1.2.4", "pillow>=10", "typing-extensions
 # `rpent eval`: episodes run as Ray tasks (the core package: no dashboard, no metrics agent to bind
 # ports) and the sweep's success plot is drawn with matplotlib's Agg backend (no display needed).
 EVAL = ["ray==2.60.0", "matplotlib==3.11.2"]
+# `rpent export lerobot`: LeRobotDataset v3.0 parquet files (rpent/dataset/lerobot_v3.py); the videos use av (core).
+# 27 is a major release the layout's tests have not seen.
+DATASET = ["pyarrow>=17,<27"]
 PLANNERS = ["anthropic==2.10.0", "mcp==2.3.0", "claude-agent-sdk==0.2.184", "httpx>=0.28"]
 DASHBOARD = ["starlette>=0.46", "uvicorn==0.54.0"]
 # playwright drives Debian's Chromium (apt, installed by scripts/setup.sh); never `playwright install`.
@@ -73,7 +76,8 @@ setup(
         "realsense": REALSENSE,
         "openpi": OPENPI,
         "eval": EVAL,
-        "dev": sorted(set(DEV + SIM + LIBERO + RPC + PLANNERS + DASHBOARD + REALSENSE + OPENPI + EVAL)),
+        "dataset": DATASET,
+        "dev": sorted(set(DEV + SIM + LIBERO + RPC + PLANNERS + DASHBOARD + REALSENSE + OPENPI + EVAL + DATASET)),
     },
     entry_points={"console_scripts": ["rpent = rpent.cli.main:main"]},
 )

@@ -8,6 +8,7 @@ from robots.franka.toolkit import FrankaToolkit
 
 class DualFrankaToolkit(FrankaToolkit):
     tools = DUAL_FRANKA_TOOLS
+    robot_name = "dual_franka"
 
 
 # The dual scene's cameras, in image order: the fixed ones, then each arm's wrist camera.

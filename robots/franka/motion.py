@@ -150,8 +150,15 @@ def filming(ctx: ToolContext[FrankaRuntime]) -> Iterator[None]:
         due = time.monotonic()
         while not stop.is_set():
             try:
-                pictures = [pool.submit(camera.capture) for camera in cameras]
-                ctx.record_frame({camera.name: picture.result() for camera, picture in zip(cameras, pictures, strict=True)})
+                tap = getattr(ctx.robot, "frame_tap", None)
+                if tap is not None:  # the record's stream renders the cameras already
+                    views = tap()
+                    if views:
+                        ctx.record_frame(views)
+                else:
+                    pictures = [pool.submit(camera.capture) for camera in cameras]
+                    ctx.record_frame({camera.name: picture.result()
+                                      for camera, picture in zip(cameras, pictures, strict=True)})
             except Exception:  # a camera hiccup must not disturb the motion
                 return
             due = max(due + 1.0 / fps, time.monotonic())

@@ -13,6 +13,7 @@ from typing import Any
 
 from robots.franka.config import CONFIG_DIR, FrankaConfig, load_franka_config
 from robots.franka.prompt_bundle import PROMPT_BUNDLE
+from robots.franka.recording import DEFAULT_HZ as DEFAULT_RECORD_HZ
 from robots.franka.tool_bounds import envelope_tools
 from robots.franka.toolkit import FrankaToolkit
 from rpent.loopback import loopback_hosts
@@ -82,6 +83,10 @@ class FrankaSpec(RobotSpec):
         group.add_argument("--video-fps", type=float, default=5.0,
                            help="frames per second of episode.mp4 during motions, every camera tiled and labelled "
                                 "in each frame (0: none; default 5)")
+        group.add_argument("--record-hz", type=float, default=DEFAULT_RECORD_HZ,
+                           help="samples per second of the record's stream while the robot acts: every arm's state "
+                                "and action and every camera's frame, for `rpent export lerobot` (0: none; default "
+                                f"{DEFAULT_RECORD_HZ:g}, DROID's rate)")
         group.add_argument("--target-object", default="cube", help="sim object whose lift counts as solved (default cube)")
         group.add_argument("--vla-endpoint", metavar="ws://HOST:PORT",
                            help="openpi policy server (serve_policy.py --env=DROID) for run_policy "
@@ -123,6 +128,9 @@ class FrankaSpec(RobotSpec):
         video_fps = getattr(args, "video_fps", 5.0)
         if not 0 <= video_fps <= 30:
             raise ConfigError(f"--video-fps: must be between 0 and 30, got {video_fps}")
+        record_hz = getattr(args, "record_hz", DEFAULT_RECORD_HZ)
+        if not 0 <= record_hz <= 30:
+            raise ConfigError(f"--record-hz: must be between 0 and 30, got {record_hz}")
         sim, sim_seed = bool(getattr(args, "sim", False)), getattr(args, "sim_seed", None)
         if sim_seed is not None and (isinstance(sim_seed, bool) or not isinstance(sim_seed, int) or sim_seed < 0):
             raise ConfigError(f"--sim-seed: must be an integer >= 0, got {sim_seed!r}")
@@ -138,7 +146,8 @@ class FrankaSpec(RobotSpec):
                 raise ConfigError(str(exc)) from None
         config = self.base_config(args, arms=", ".join(a.name for a in franka.arms))
         config.options.update(
-            franka=franka, sim=sim, sim_seed=sim_seed, sim_hosts=sim_hosts, video_fps=video_fps, require_approval=require_approval,
+            franka=franka, sim=sim, sim_seed=sim_seed, sim_hosts=sim_hosts, video_fps=video_fps, record_hz=record_hz,
+            require_approval=require_approval,
             target_object=getattr(args, "target_object", "cube"),
         )
         return config
@@ -212,6 +221,9 @@ class FrankaSpec(RobotSpec):
             output_dir=config.output_dir,
             dashboard_events=dashboard_events,
             target_object=config.options.get("target_object", "cube"),
+            record_hz=config.options.get("record_hz", 0.0),
+            task=config.task,
+            exterior_camera=config.options["franka"].policy.exterior_camera if "franka" in config.options else None,
         )
 
 

@@ -38,6 +38,9 @@ class FrankaRuntime:
     approval: ApprovalChannel | None = None
     # Frames per second of the episode video during motions, every camera tiled in each frame (0: none).
     video_fps: float = 0.0
+    # While the record's stream samples the cameras (robots.franka.recording): its newest pictures, which the
+    # episode video takes instead of rendering every camera a second time.
+    frame_tap: Callable[[], dict[str, Any] | None] | None = None
     # Per arm, the openpi policy run_policy drives it with (robots.franka.policy.loop); none without vla_endpoint.
     policies: dict[str, Any] = field(default_factory=dict)
     # Motions planned again after franky's trajectory generator gave up (robots.franka.motion): a recovery

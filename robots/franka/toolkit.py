@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from typing import Any
 
 from robots.franka import actions
 from robots.franka.frame_store import DEPTH_FOLDER, FrameStore
+from robots.franka.recording import FrankaRecording, camera_roles
 from robots.franka.runtime import FrankaRuntime
 from robots.franka.sim import scene_record
 from robots.franka.tool_bounds import envelope_tools
@@ -23,7 +25,9 @@ class FrankaToolkit(Toolkit):
     tools = FRANKA_TOOLS
     robot: FrankaRuntime
 
-    def __init__(self, *, target_object: str = "cube", **kwargs: Any) -> None:
+    def __init__(self, *, target_object: str = "cube", record_hz: float = 0.0, task: str | None = None,
+                 exterior_camera: str | None = None, **kwargs: Any) -> None:
+        """`record_hz` > 0: the record gets the fixed-rate stream (robots.franka.recording) of this task."""
         robot = kwargs.get("robot")
         if kwargs.get("tools") is None and robot is not None:
             # The schema states the ranges these arms' envelopes enforce (robots.franka.tool_bounds).
@@ -37,6 +41,21 @@ class FrankaToolkit(Toolkit):
         self.state[actions.FRAMES_STATE_KEY] = FrameStore(depth_folder, file_name)
         # The task starts now (a dashboard session runs several tasks on one simulator).
         self._scene_at_start = self._object_poses()
+        self.recording: FrankaRecording | None = None
+        if record_hz > 0 and self.segment is not None and self.robot is not None and self.robot.arms and all(
+                hasattr(arm, "commands") for arm in self.robot.arms.values()):
+            # Arms in this process only: a toolkit node's arms are proxies, and sampling them over ROS
+            # at 15 Hz would cost the graph more than the record is worth.
+            header = {"robot": self.robot_name, "task": task, "started_at": round(time.time(), 3),
+                      "cameras": camera_roles(self.robot, exterior_camera)}
+            self.recording = FrankaRecording(self.robot, self.output_dir, self.segment.number, hz=record_hz,
+                                             acting=self.acting_calls, header=header)
+
+    robot_name = "franka"
+
+    def _on_close(self) -> None:
+        if self.recording is not None:
+            self.recording.close()
 
     def _halt_robot(self) -> list[str]:
         self.robot.stop_all()  # raises naming every device that did not take the stop
@@ -51,6 +70,10 @@ class FrankaToolkit(Toolkit):
             deadline = time.monotonic() + CANCEL_SETTLE_S
             for arm in self.robot.arms.values():
                 arm.settled_state(timeout_s=max(0.0, deadline - time.monotonic()))
+        with self.recording.paused() if self.recording is not None else nullcontext():
+            return self._observe(command, result, elapsed_s)
+
+    def _observe(self, command: Command, result: ToolResult, elapsed_s: float) -> tuple[dict[str, Any], dict[str, bytes]]:
         observation: dict[str, Any] = {
             "action": command.name,
             "action_result": result.data,

@@ -33,6 +33,7 @@ RPent: let a language model operate a robot through typed, safe, cancellable too
   rpent stop --robot franka --reason "..."   latch the stop of every run of a robot (--release: the operator's)
   rpent calibrate --robot franka --sim --camera front --auto 12 --write   hand-eye calibration of a camera
   rpent eval --robot toy --recipe robots/toy/recipes/red_block_in_bin.jsonl --repeats 4 --out runs/eval   a sweep on Ray
+  rpent export lerobot runs/franka-* --out datasets/picks [--only-solved] [--convention droid]   a LeRobotDataset v3.0
   rpent ros-security init DIR           an SROS2 keystore for the ROS 2 nodes (ROS 2 sourced; docs/ros.md)
 """
 
@@ -97,6 +98,9 @@ def build_parser(robot_spec=None) -> argparse.ArgumentParser:
     from rpent.eval.command import add_eval_parser  # the flags only; Ray loads when a sweep runs
 
     add_eval_parser(commands)
+    from rpent.dataset.command import add_export_parser  # the flags only; pyarrow and PyAV load to export
+
+    add_export_parser(commands)
     return parser
 
 
@@ -133,6 +137,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         from rpent.cli.stop import stop_command
 
         return stop_command(args)
+
+    if args.command == "export":
+        from rpent.dataset.command import export_command
+
+        setup_console(quiet=False, json_logs=False)
+        return export_command(args)
 
     if args.command == "eval":
         from rpent.eval.command import eval_command

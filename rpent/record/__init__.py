@@ -8,6 +8,7 @@
     images.py        images/: every image a tool returned, named by step, tool and camera
     video.py         episode.mp4 and clips/, written so that a crash leaves a playable file
     video_tiles.py   several cameras in one labelled frame
+    stream.py        stream/: the fixed-rate samples (state, action, every camera's frame) training data comes from
     run_log.py       run.log: everything logged while the record is open, and failures
     atomic.py        the atomic writer (result.json, transcript.json, recipes)
     values.py        how any value and any exception is written down as text or JSON

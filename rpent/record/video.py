@@ -77,7 +77,7 @@ class _DurableFile:
             self._file.close()
 
 
-class _Mp4:
+class FragmentedMp4:
     """One H.264 MP4 laid out so that a crash at any moment leaves a playable file.
 
     An empty moov comes first and every frame is then its own fragment (moof + mdat), which the muxer
@@ -87,7 +87,7 @@ class _Mp4:
     A fragment costs ~100 bytes, a few percent of a camera video.
     """
 
-    def __init__(self, path: Path, width: int, height: int) -> None:
+    def __init__(self, path: Path, width: int, height: int, *, fps: int = _FPS, crf: int = 23) -> None:
         # H.264 in yuv420p needs even dimensions.
         self.width, self.height = width - width % 2, height - height % 2
         self.path = path
@@ -101,12 +101,12 @@ class _Mp4:
         except Exception:
             self._file.close()
             raise
-        self.stream = self.container.add_stream("libx264", rate=_FPS)
+        self.stream = self.container.add_stream("libx264", rate=fps)
         self.stream.width, self.stream.height = self.width, self.height
         self.stream.pix_fmt = "yuv420p"
         self.stream.codec_context.time_base = Fraction(1, 1000)
         # A keyframe every 30 frames keeps seeking cheap.
-        self.stream.options = {"preset": "veryfast", "tune": "zerolatency", "crf": "23", "g": "30"}
+        self.stream.options = {"preset": "veryfast", "tune": "zerolatency", "crf": str(crf), "g": "30"}
         self.t0: float | None = None
         self.last_pts = -1
         self.frames = 0
@@ -151,7 +151,7 @@ class VideoRecorder:
         # A resumed record's segment N writes episode-N.mp4 and clips/<clip>-N.mp4 beside the earlier ones.
         self.segment = segment
         self._queue: queue.Queue[object] = queue.Queue(maxsize=max_queue)
-        self._writers: dict[str, _Mp4] = {}
+        self._writers: dict[str, FragmentedMp4] = {}
         self._finished_clips: dict[str, Path] = {}
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -218,7 +218,7 @@ class VideoRecorder:
             writer = self._writers.get(target)
             if writer is None:
                 path = self.episode_path if target == "episode" else self._clip_file(target)
-                writer = self._writers[target] = _Mp4(path, rgb.shape[1], rgb.shape[0])
+                writer = self._writers[target] = FragmentedMp4(path, rgb.shape[1], rgb.shape[0])
             writer.add(rgb, item.t)
 
     def clip_path(self, clip: str) -> Path | None:

@@ -92,6 +92,7 @@ class Toolkit:
         self._finish_result: dict[str, Any] | None = None
         self._recipe: list[tuple[str, BaseModel, dict[str, bool]]] = []
         self._approvals: list[dict[str, Any]] = []
+        self._acting: dict[int, str] = {}  # robot calls running now (acting_calls)
 
         #: This toolkit's part of the record: never another run's directory (see rpent.record.segments).
         self.segment: Segment | None = None
@@ -329,8 +330,15 @@ class Toolkit:
         now = time.time()
         self._record.log_step(call, result, now, now)
 
+    def acting_calls(self) -> list[tuple[int, str]]:
+        """(call id, tool) of every call that may move the robot (not read-only) running now, by id."""
+        return sorted(self._acting.items())
+
     def _execute(self, call: ToolCall) -> ToolResult:
         """Run an admitted call (in its own thread, for CallLifecycle.run); never raises."""
+        acting = call.tool is not None and not call.tool.readonly and call.name not in self._common
+        if acting:
+            self._acting[call.id] = call.name
         try:
             return self._run(call)
         except Exception as exc:  # defensive: _run catches handler errors and logs the step itself
@@ -339,6 +347,9 @@ class Toolkit:
             now = time.time()
             self._record.log_step(call, result, now, now)
             return result
+        finally:
+            if acting:
+                self._acting.pop(call.id, None)
 
     def _report_stage(self, call: ToolCall, stage: str, message: str = "", progress: float | None = None) -> None:
         call.set_stage(stage, message, progress)

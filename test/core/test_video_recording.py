@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from video_probe import probe
 
-from rpent.record.video import VideoRecorder, _Mp4
+from rpent.record.video import FragmentedMp4, VideoRecorder
 
 # What a crash may cost: the frames of the last second (the README's promise).
 MAX_LOST_S = 1.0
@@ -31,7 +31,7 @@ def test_a_video_still_being_written_plays_up_to_its_last_second(tmp_path: Path,
     # The writer stays open and then idle, as when the process is killed between two motions:
     # everything a player can read now is what a SIGKILL would leave on disk.
     path = tmp_path / "episode.mp4"
-    writer = _Mp4(path, 160, 120)
+    writer = FragmentedMp4(path, 160, 120)
     count = int(seconds * fps) + 1
     for i in range(count):
         writer.add(scene(i), 100.0 + i / fps)
@@ -45,7 +45,7 @@ def test_a_video_still_being_written_plays_up_to_its_last_second(tmp_path: Path,
 
 def test_a_closed_video_holds_every_frame_at_its_time(tmp_path: Path) -> None:
     path = tmp_path / "episode.mp4"
-    writer = _Mp4(path, 160, 120)
+    writer = FragmentedMp4(path, 160, 120)
     times = [0.0, 0.02, 0.05, 0.5, 0.52, 2.0, 2.1]  # uneven, with pauses: timestamps follow the wall clock
     for i, t in enumerate(times):
         writer.add(scene(i), 50.0 + t)
@@ -57,7 +57,7 @@ def test_a_closed_video_holds_every_frame_at_its_time(tmp_path: Path) -> None:
 
 def test_odd_sized_frames_are_scaled_to_even_and_recorded(tmp_path: Path) -> None:
     path = tmp_path / "episode.mp4"
-    writer = _Mp4(path, 161, 121)
+    writer = FragmentedMp4(path, 161, 121)
     for i in range(5):
         writer.add(scene(i, (121, 161)), i / 30)
     writer.close()

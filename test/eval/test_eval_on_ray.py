@@ -112,26 +112,24 @@ def _name(pid: int) -> str:
 
 
 @pytest.mark.timeout(1500)
-def test_a_libero_replay_sweep_of_four_episodes_runs_two_at_a_time_on_a_local_ray(tmp_path, worker_env):
+def test_a_libero_replay_sweep_of_two_suites_runs_two_at_a_time_on_a_local_ray(tmp_path, worker_env):
     pytest.importorskip("libero")
     out = tmp_path / "libero"
+    # Two episodes, one per suite, at once: the sweep's concurrency (test_results covers init states).
     sweep = parse_sweep({
-        "robot": "libero", "suites": ["libero_object", "libero_spatial"], "tasks": [0], "init_states": [0, 1],
+        "robot": "libero", "suites": ["libero_object", "libero_spatial"], "tasks": [0], "init_states": [0],
         "recipe": str(REPO / "robots/libero/recipes/{suite}_task{task}_pick_place.jsonl"), "concurrency": 2,
         "memory_per_episode_mb": 2048, "robot_args": ["--camera-size", "128"],
     })
     outcome = run_sweep(sweep, out, num_cpus=2, ray_temp_dir=short_temp_dir("rl-"))
-    assert len(outcome.ran) == 4 and not outcome.failed, outcome
+    assert len(outcome.ran) == 2 and not outcome.failed, outcome
     results = summarise(out)
     assert [(r["suite"], r["init_state"], r["finish_status"]) for r in results["episodes"]] == [
-        ("libero_object", 0, "success"), ("libero_object", 1, "success"),
-        ("libero_spatial", 0, "success"), ("libero_spatial", 1, "success")]
+        ("libero_object", 0, "success"), ("libero_spatial", 0, "success")]
     for row in results["episodes"]:
-        assert isinstance(row["solved"], bool) and row["turns"] > 0 and row["wall_time_s"] > 0
+        assert row["solved"] is True and row["turns"] > 0 and row["wall_time_s"] > 0
         assert (Path(row["record"]) / "episode.mp4").stat().st_size > 0
-    # The replay recipes are for init state 0: the simulator's own verdict says where they transfer.
-    assert [r["episodes"] for r in results["per_suite"]] == [2, 2]
-    assert results["episodes"][0]["solved"] is True and results["episodes"][2]["solved"] is True
+    assert [r["episodes"] for r in results["per_suite"]] == [1, 1]
 
 
 def test_a_sweep_runs_on_a_ray_head_started_with_ray_start(tmp_path, ray_head):

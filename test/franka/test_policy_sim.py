@@ -455,12 +455,12 @@ def test_a_step_sent_as_the_arm_is_stopped_does_not_run(toolkit, runtime, monkey
     send = arm.stream_joint_velocity
     at_stop: list[np.ndarray] = []
 
-    def stopped_as_the_third_step_goes_out(velocity, duration_s):
+    def stopped_as_the_third_step_goes_out(velocity, duration_s, **noted):
         if len(at_stop) == 0 and abs(velocity[0]) > 0 and arm.state().joint_velocities[0] > 0.25:
             arm.stop()
             arm.wait(timeout_s=5)  # the loop's thread held up until the stopped motion has ended
             at_stop.append(np.asarray(arm.state().joints))
-        send(velocity, duration_s)
+        send(velocity, duration_s, **noted)
 
     monkeypatch.setattr(arm, "stream_joint_velocity", stopped_as_the_third_step_goes_out)
     report = stream.run(arm, [[SPEED_UNITS, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]] * 8)

@@ -1,4 +1,5 @@
-"""SIGKILL of `rpent run --robot franka --sim` mid-pick: the episode video still plays.
+"""SIGKILL of `rpent run --robot franka --sim` mid-pick: the episode video still plays, and the record's
+stream keeps all but its last second.
 
 The franka films at its default 5 frames/s (every camera, tiled in one frame): a low rate, at which
 an encoder that holds frames back loses the most. Each kill is a fresh run (the simulator lives in the runner's process and dies with it),
@@ -23,12 +24,15 @@ import pytest
 from video_probe import ffprobe, probe
 
 from rpent.record.steps import read_steps
+from rpent.record.stream import read_stream
 
 ROOT = Path(__file__).resolve().parents[2]
 PICK = ROOT / "robots" / "franka" / "recipes" / "pick_cube.jsonl"
 FPS = 5.0  # the franka's default --video-fps
 # A crash loses at most the last second, plus the wait for the next 5 Hz frame and scheduling slack.
 MAX_LOST_S = 1.0 + 1.0 / FPS + 0.5
+# The stream's samples: at most a second, plus a sample's period and the same slack.
+MAX_STREAM_LOST_S = 1.0 + 1.0 / 15 + 0.5
 # A frame reaches the file when the next one is filmed: a kill this long after the first frame leaves a playable file.
 PLAYABLE_AFTER_S = 0.5 + 1.0 / FPS
 MOTIONS_S = 4.8  # from the end of home to the end of the last motion (move_by)
@@ -98,8 +102,14 @@ def test_sigkill_mid_pick_leaves_a_playable_episode_missing_at_most_a_second(tmp
         seen = probe(out / "episode.mp4")
         # Frame times follow the wall clock, pauses included: what the file lacks is what came after its last frame.
         lost_s = filmed_s(first + (seen.last_s if seen.playable else 0.0), killed_at, pauses)
+        # The record's stream (15 Hz, also paused while each observation is taken) loses as little.
+        stream = read_stream(out)
+        stream_lost_s = filmed_s(stream.samples[-1]["wall"], killed_at, pauses) if stream.samples else recorded_s
         line = (f"kill {index}: filmed {recorded_s:.2f} s ({len(pauses)} pauses, "
-                f"{sum(b - a for a, b in pauses):.2f} s), {seen}, lost {lost_s:.2f} s")
+                f"{sum(b - a for a, b in pauses):.2f} s), {seen}, lost {lost_s:.2f} s; "
+                f"stream: {len(stream.samples)} samples, lost {stream_lost_s:.2f} s")
+        if stream_lost_s > MAX_STREAM_LOST_S:
+            problems.append(line)
         report.append(line)
         playable += seen.playable
         if (recorded_s > PLAYABLE_AFTER_S and not seen.playable) or lost_s > MAX_LOST_S:

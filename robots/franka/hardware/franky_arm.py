@@ -19,6 +19,7 @@ import franky
 import numpy as np
 
 from robots.franka import kinematics
+from robots.franka.hardware.commands import CommandLog
 from robots.franka.hardware.connect import RobotLink, connect_with_timeout
 from robots.franka.safety import SafetyEnvelope
 from robots.franka.safety_limits import FR3_JOINT_ACCELERATION_MAX, FR3_JOINT_JERK_MAX
@@ -125,6 +126,8 @@ class FrankyArm:
         # perf_counter() when the first stop since the last motion started went out (just before
         # robot.stop()); benchmarks and policy runs read it.
         self.last_stop_sent_s: float | None = None
+        #: The last command sent, for the record's stream (robots.franka.recording).
+        self.commands = CommandLog()
 
     # --- state -------------------------------------------------------------------------------
     def state(self) -> ArmState:
@@ -229,6 +232,7 @@ class FrankyArm:
             relative_dynamics_factor=rdf,
         )
         self._launch(motion)
+        self.commands.sent("cartesian", target={"pose": [list(wp.position) + list(wp.quaternion) for wp in waypoints]})
 
     def start_relative(
         self,
@@ -248,6 +252,7 @@ class FrankyArm:
             relative_dynamics_factor=self._dynamics(factor),
         )
         self._launch(motion)
+        self.commands.sent("joints", target={"joints": [[float(q) for q in wp] for wp in waypoints]})
 
     def _dynamics(self, speed_factor: float) -> franky.RelativeDynamicsFactor:
         accel = min(speed_factor, self.envelope.limits.max_acceleration_factor)
@@ -265,36 +270,44 @@ class FrankyArm:
             self._active = True
 
     # --- streamed joint steps (robots.franka.policy.stream: a policy's actions at its control rate) ------
-    def stream_joint_velocity(self, velocity: Sequence[float], duration_s: float) -> None:
+    def stream_joint_velocity(self, velocity: Sequence[float], duration_s: float, *, clock_s: float | None = None,
+                              measured: ArmState | None = None) -> None:
         """Run at `velocity` for `duration_s`, then brake to rest, replacing whatever motion runs (no
         check: callers check). The next step replaces it before it brakes; without one the arm comes to
-        rest under this motion, never a motion finished while the arm moves (a real arm's reflex)."""
+        rest under this motion, never a motion finished while the arm moves (a real arm's reflex).
+        `clock_s` (the robot clock the step was due at) and `measured` (the state it was computed from)
+        go to the command log only (robots.franka.recording)."""
         duration = franky.Duration(max(1, round(duration_s * 1000)))
-        self._stream(franky.JointVelocityWaypointMotion([
+        if self._stream(franky.JointVelocityWaypointMotion([
             # Held for the period whether or not the velocity was reached (max_total_duration): a step
             # from rest ramps up within it, so the arm never runs past the target the check judged.
             franky.JointVelocityWaypoint(np.asarray(velocity, dtype=float), hold_target_duration=duration,
                                          max_total_duration=duration),
             franky.JointVelocityWaypoint(np.zeros(7)),
-        ], relative_dynamics_factor=self._step_dynamics))
+        ], relative_dynamics_factor=self._step_dynamics)):
+            self.commands.sent("velocity", velocity=velocity, duration_s=duration_s, clock_s=clock_s, measured=measured)
 
-    def stream_joint_target(self, joints: Sequence[float]) -> None:
-        """Go to `joints` and stop there, replacing whatever motion runs (no check: callers check)."""
-        self._stream(franky.JointMotion(franky.JointState(np.asarray(joints, dtype=float)),
-                                        relative_dynamics_factor=self._step_dynamics))
+    def stream_joint_target(self, joints: Sequence[float], *, clock_s: float | None = None,
+                            measured: ArmState | None = None) -> None:
+        """Go to `joints` and stop there, replacing whatever motion runs (no check: callers check); `clock_s`
+        and `measured` as for stream_joint_velocity."""
+        if self._stream(franky.JointMotion(franky.JointState(np.asarray(joints, dtype=float)),
+                                           relative_dynamics_factor=self._step_dynamics)):
+            self.commands.sent("joint_target", target={"joints": [float(q) for q in joints]}, clock_s=clock_s,
+                               measured=measured)
 
     @property
     def stop_requested(self) -> threading.Event:
         """Set by stop() until the next motion starts: a streaming loop waits on it between steps."""
         return self._stop_requested
 
-    def _stream(self, motion: Any) -> None:
+    def _stream(self, motion: Any) -> bool:
         """Send a streamed step unless a stop has come since the stream began: a loop's thread held up
         between its look at the stop and this move (a loaded machine) would otherwise have franky take
         the step after the stopped motion ended, as a new motion the arm runs for its whole duration."""
         with self._lock:
             if self._stop_requested.is_set():
-                return
+                return False
             try:
                 self._robot.move(motion, asynchronous=True)
             except franky.NetworkException as exc:
@@ -304,6 +317,7 @@ class FrankyArm:
             self._active = True
         if self._stop_requested.is_set():  # the stop came as the step went out
             self.stop_quietly()
+        return True
 
     def wait(self, timeout_s: float | None = None, cancel: threading.Event | None = None) -> MotionOutcome:
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
@@ -361,6 +375,7 @@ class FrankyArm:
         if not self._stop_requested.is_set():  # when the first stop of this motion went out
             self.last_stop_sent_s = time.perf_counter()
         self._stop_requested.set()
+        self.commands.sent("stop")
         try:
             self._robot.stop()
         except Exception as exc:

@@ -21,6 +21,7 @@ from typing import Any
 
 import franky
 
+from robots.franka.hardware.commands import CommandLog
 from robots.franka.hardware.connect import RobotLink, connect_with_timeout
 from robots.franka.safety import SafetyEnvelope
 from rpent.runtime.arm import RuntimeFault
@@ -59,6 +60,8 @@ class FrankyGripper:
         self._stopper: threading.Thread | None = None
         self._stop_error: str | None = None
         self._holding = False
+        #: The last command sent, for the record's stream (robots.franka.recording).
+        self.commands = CommandLog()
         before = self.link.connections(_GRIPPER_PORT)
         self._gripper: Any = connect_with_timeout(lambda: franky.Gripper(host), "gripper", host, connect_timeout_s)
         self.link.watch(_GRIPPER_PORT, before)
@@ -91,6 +94,7 @@ class FrankyGripper:
     def move(self, width_m: float, timeout_s: float | None = None, cancel: threading.Event | None = None) -> MotionOutcome:
         self.envelope.check_gripper(width_m=width_m)
         self._holding = False
+        self.commands.sent("move", width_m=float(width_m))
         return self._run(lambda g: g.move_async(float(width_m), self.speed_m_s), timeout_s, cancel)
 
     def grasp(
@@ -106,6 +110,7 @@ class FrankyGripper:
         self.envelope.check_gripper(width_m=width_m, force_n=force_n)
         self._holding = False
         start_width = self.state().width_m
+        self.commands.sent("grasp", width_m=float(width_m))
         outcome = self._run(
             lambda g: g.grasp_async(
                 float(width_m), self.speed_m_s, float(force_n), float(epsilon_inner_m), float(epsilon_outer_m)

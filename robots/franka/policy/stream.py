@@ -127,10 +127,11 @@ def _stream(arm: FrankyArm, chunk: np.ndarray, report: dict[str, Any], action_sp
         step = _shaped(arm, chunk[k], q, action_space, period_s, first_step + k)
         check_step(arm.envelope, q, state.joint_velocities, step, period_s, first_step + k, clear, arm.step_brake)
         report["check_ms"].append(round((time.perf_counter() - checked) * 1000, 4))
+        # The step's due time and the state it was computed from are what the record's stream samples.
         if motion == "velocity":
-            arm.stream_joint_velocity(step.velocity, period_s)
+            arm.stream_joint_velocity(step.velocity, period_s, clock_s=start + k * period_s, measured=state)
         else:
-            arm.stream_joint_target(step.target)
+            arm.stream_joint_target(step.target, clock_s=start + k * period_s, measured=state)
         scale = round(step.scale, 4)
         if step.bound is not None and scale < min(report["scale"], default=1.0):
             report["bound"] = step.bound
