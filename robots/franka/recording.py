@@ -88,8 +88,7 @@ class FrankaRecording:
         # Each streamed step as it went out, until sampled: every step is a sample of its own, also when the
         # cameras render slower than the steps come (a loaded machine): then a few steps share a picture.
         self._steps: deque[tuple[str, Commanded]] = deque()
-        self._unlisten = [arm.commands.listen(self._listener(name)) for name, arm in self._arms.items()
-                          if hasattr(arm, "commands")]
+        self._unlisten = [arm.commands.listen(self._listener(name)) for name, arm in self._arms.items()]
         self._t0: float | None = None
         self._last: float | None = None  # the robot time of the last sample
         self._paused = 0  # pause() depth
@@ -201,8 +200,8 @@ class FrankaRecording:
         if gripper is not None:
             g = gripper.state()
             width, max_width = float(g.width_m), float(g.max_width_m) or None
-        note: Commanded | None = step or getattr(getattr(arm, "commands", None), "last", None)
-        hand: Commanded | None = getattr(getattr(gripper, "commands", None), "last", None)
+        note: Commanded | None = step or arm.commands.last
+        hand: Commanded | None = None if gripper is None else gripper.commands.last
         joints, velocities, pose = state.joints, state.joint_velocities, state.pose
         if step is not None and step.joints is not None and step.joint_velocities is not None:
             # What the step was computed from, and where that put the hand.

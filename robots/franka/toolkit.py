@@ -8,6 +8,7 @@ from typing import Any
 
 from robots.franka import actions
 from robots.franka.frame_store import DEPTH_FOLDER, FrameStore
+from robots.franka.hardware.franky_arm import FrankyArm
 from robots.franka.recording import FrankaRecording, camera_roles
 from robots.franka.runtime import FrankaRuntime
 from robots.franka.sim import scene_record
@@ -43,9 +44,9 @@ class FrankaToolkit(Toolkit):
         self._scene_at_start = self._object_poses()
         self.recording: FrankaRecording | None = None
         if record_hz > 0 and self.segment is not None and self.robot is not None and self.robot.arms and all(
-                hasattr(arm, "commands") for arm in self.robot.arms.values()):
-            # Arms in this process only: a toolkit node's arms are proxies, and sampling them over ROS
-            # at 15 Hz would cost the graph more than the record is worth.
+                isinstance(arm, FrankyArm) for arm in self.robot.arms.values()):
+            # Arms in this process only: a toolkit node's arms are proxies (which answer any attribute with a
+            # remote call), and sampling them over ROS at 15 Hz would cost the graph more than the record is worth.
             header = {"robot": self.robot_name, "task": task, "started_at": round(time.time(), 3),
                       "cameras": camera_roles(self.robot, exterior_camera)}
             self.recording = FrankaRecording(self.robot, self.output_dir, self.segment.number, hz=record_hz,
