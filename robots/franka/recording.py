@@ -8,8 +8,10 @@ names the calls it belongs to.
 
 The clock is the robot's own (the first arm's franky state time): the rate is `hz` in the robot's time,
 as the policy's control steps are (robots.franka.policy.stream), also when franky-sim runs slower than the
-wall clock on a loaded machine. A streamed policy step is sampled the moment it is sent, and the timer
-waits while steps come: each step is exactly one sample, whose action is the velocity the arm was sent.
+wall clock on a loaded machine. A streamed policy step is queued the moment it is sent, with its due time
+and the state it was computed from, and the timer waits while steps come: each step is exactly one sample,
+whose action is the velocity the arm was sent (when the cameras render slower than steps come, a few steps
+share a picture).
 
 A sample's arm entry:
     q, dq            measured joints [rad] and joint velocities [rad/s]

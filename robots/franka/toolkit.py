@@ -25,6 +25,8 @@ CANCEL_SETTLE_S = 1.0
 class FrankaToolkit(Toolkit):
     tools = FRANKA_TOOLS
     robot: FrankaRuntime
+    #: The robot the record's stream names (rpent export lerobot keeps one robot per dataset).
+    robot_name = "franka"
 
     def __init__(self, *, target_object: str = "cube", record_hz: float = 0.0, task: str | None = None,
                  exterior_camera: str | None = None, **kwargs: Any) -> None:
@@ -51,8 +53,6 @@ class FrankaToolkit(Toolkit):
                       "cameras": camera_roles(self.robot, exterior_camera)}
             self.recording = FrankaRecording(self.robot, self.output_dir, self.segment.number, hz=record_hz,
                                              acting=self.acting_calls, header=header)
-
-    robot_name = "franka"
 
     def _on_close(self) -> None:
         if self.recording is not None:
