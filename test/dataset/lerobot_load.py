@@ -2,7 +2,8 @@
 
     python lerobot_load.py REQUEST.json RESULT.json
 
-REQUEST: {"root": ..., "repo_id": ..., "frames": [[episode_index, frame_index], ...], "out_npz": path|null}.
+REQUEST: {"root": ..., "repo_id": ..., "frames": [[episode_index, frame_index], ...], "out_npz": path|null}, or a
+list of them (one process, one import of torch and lerobot, for several datasets): RESULT is then a list.
 Run by lerobot_venv.load_dataset with HF_HUB_OFFLINE=1 and HF_DATASETS_OFFLINE=1: nothing goes to the Hub.
 This file imports nothing from the project (it runs in another venv, with `python -I`).
 """
@@ -27,7 +28,12 @@ def _jsonable(value):
 
 
 def main(request_path: str, result_path: str) -> None:
-    request = json.loads(Path(request_path).read_text())
+    requests = json.loads(Path(request_path).read_text())
+    results = [describe(request) for request in (requests if isinstance(requests, list) else [requests])]
+    Path(result_path).write_text(json.dumps(results if isinstance(requests, list) else results[0], indent=1))
+
+
+def describe(request: dict) -> dict:
     started = time.monotonic()
 
     import importlib.metadata
@@ -92,7 +98,7 @@ def main(request_path: str, result_path: str) -> None:
         "load": round(loaded - imported, 3),
         "frames": round(decoded - loaded, 3),
     }
-    Path(result_path).write_text(json.dumps(result, indent=1))
+    return result
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -24,10 +25,10 @@ pytest.importorskip("openpi_client", reason="openpi-client is not installed (scr
 
 from fakes.droid_policies import Reversing
 from fakes.openpi_server import ScriptedPolicyServer
-from lerobot_venv import load_dataset
+from lerobot_venv import LoadRequest, load_datasets
 
 from rpent.dataset.command import export_lerobot
-from rpent.dataset.episodes import ExportError, load_episodes
+from rpent.dataset.episodes import Episode, ExportError, load_episodes
 from rpent.record.stream import read_stream
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -86,9 +87,10 @@ def finish(process: subprocess.Popen, exit_code: int = 0, timeout: float = 240) 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, Path]:
-    """A solved pick, a pick whose grasp closed on nothing, a dual-arm run and a policy run (two at a time)."""
+    """A solved pick, a pick whose grasp closed on nothing, a dual-arm run and a policy run (two at a time), and a
+    pick SIGKILLed mid-motion."""
     base = tmp_path_factory.mktemp("runs")
-    out = {name: base / name for name in ("solved", "missed", "dual", "policy")}
+    out = {name: base / name for name in ("solved", "missed", "dual", "policy", "killed")}
     with ScriptedPolicyServer(Reversing(joint=6, units=0.4)) as server:
         solved = start_run("franka", PICK, out["solved"])
         missed = start_run("franka", write_recipe(base / "miss.jsonl", MISS), out["missed"])
@@ -99,7 +101,62 @@ def runs(tmp_path_factory) -> dict[str, Path]:
                             "--vla-endpoint", server.endpoint)]
         for process in second:
             finish(process, exit_code=1)  # no cube was lifted: the runs' tasks failed
+    kill_mid_motion(out["killed"])
     return out
+
+
+def kill_mid_motion(out: Path) -> None:
+    """A pick SIGKILLed once the hand is on its way down to the cube (call 4), mid-motion."""
+    process = start_run("franka", PICK, out)
+    samples = out / "stream" / "samples.jsonl"
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline:
+            lines = samples.read_text().splitlines() if samples.exists() else []
+            if any('"calls": [[4, "move_to"]]' in line for line in lines[-1:]):
+                break
+            assert process.poll() is None, process.stderr.read()[-2000:]
+            time.sleep(0.05)
+        else:
+            raise AssertionError("the run never reached its second move_to")
+        os.kill(process.pid, signal.SIGKILL)
+    finally:
+        process.wait(30)
+    (out / "lines_at_kill").write_text(str(len(samples.read_text().splitlines()) - 1))
+
+
+@dataclass
+class Exported:
+    summary: dict
+    episodes: list[Episode]
+    probes: list[tuple[int, int]]
+    loaded: dict = field(default_factory=dict)
+
+
+@pytest.fixture(scope="module")
+def exported(runs, tmp_path_factory) -> dict[str, Exported]:
+    """Every dataset the tests read, exported, then loaded by lerobot in one process (one import of torch)."""
+    base = tmp_path_factory.mktemp("datasets")
+    made: dict[str, Exported] = {}
+
+    def export(name: str, sources: list[str], probes, **options) -> None:
+        folders = [runs[source] for source in sources]
+        summary = export_lerobot([str(f) for f in folders], base / name, repo_id=f"lab/{name}", **options)
+        episodes = load_episodes(folders)
+        made[name] = Exported(summary, episodes, probes(episodes) if callable(probes) else probes)
+
+    export("picks", ["solved", "missed"], lambda eps: [(0, len(eps[0]) // 2), (1, len(eps[1]) - 1)])
+    export("droid", ["solved"], [(0, 10)], convention="droid")
+    export("dual", ["dual"], [(0, 0)])
+    export("policy", ["policy"], lambda eps: [(0, k) for k, s in enumerate(eps[0].samples)
+                                              if eps[0].stream.samples[s]["arms"]["arm"]["action"]["source"] == "policy"],
+           convention="droid")
+    export("killed", ["killed"], lambda eps: [(0, len(eps[0]) - 1)])
+    requests = [LoadRequest(base / name, f"lab/{name}", base / f"{name}.npz", e.probes) for name, e in made.items()]
+    for (name, e), loaded in zip(made.items(), load_datasets(requests), strict=True):
+        e.loaded = loaded
+        e.loaded["pictures"] = np.load(base / f"{name}.npz") if (base / f"{name}.npz").exists() else {}
+    return made
 
 
 def recorded_frame(run: Path, camera: str, sample: int) -> np.ndarray:
@@ -110,17 +167,15 @@ def recorded_frame(run: Path, camera: str, sample: int) -> np.ndarray:
     raise AssertionError(f"{run}: no sample {sample}")
 
 
-def test_two_picks_export_and_load_with_lerobot_each_frame_the_recorded_one(runs, tmp_path):
-    out = tmp_path / "picks"
-    summary = export_lerobot([str(runs["solved"]), str(runs["missed"])], out, repo_id="lab/picks")
-    episodes = load_episodes([runs["solved"], runs["missed"]])
+def test_two_picks_export_and_load_with_lerobot_each_frame_the_recorded_one(runs, exported, tmp_path):
+    picks = exported["picks"]
+    summary, episodes, probes, loaded = picks.summary, picks.episodes, picks.probes, picks.loaded
     lengths = [len(e) for e in episodes]
-    probes = [(0, lengths[0] // 2), (1, lengths[1] - 1)]
-    loaded = load_dataset(out, "lab/picks", tmp_path / "frames.npz", probes)
 
     assert summary["episodes"] == loaded["num_episodes"] == 2
     assert summary["frames"] == loaded["total_frames"] == sum(lengths)
     assert loaded["codebase_version"] == "v3.0" and loaded["fps"] == 15 and loaded["robot_type"] == "franka"
+    assert loaded["repo_id"] == "lab/picks"
     assert loaded["episode_lengths"] == {"0": lengths[0], "1": lengths[1]}
     # About 15 frames per second of the robot acting: each pick's motions last 5-10 s.
     assert all(40 < n < 200 for n in lengths), lengths
@@ -138,7 +193,7 @@ def test_two_picks_export_and_load_with_lerobot_each_frame_the_recorded_one(runs
     assert episodes_meta["run_id"] == ["solved", "missed"]
     assert loaded["tasks"] == {"Pick up the red cube and lift it 10 cm above the table.": 0}
 
-    pictures = np.load(tmp_path / "frames.npz")
+    pictures = loaded["pictures"]
     for (episode_index, frame), episode in zip(probes, episodes, strict=True):
         sample = int(episode.samples[frame])
         for camera in ("front", "wrist"):
@@ -160,28 +215,23 @@ def test_two_picks_export_and_load_with_lerobot_each_frame_the_recorded_one(runs
     assert solved_only["episodes"] == 1 and solved_only["frames"] == lengths[0]
 
 
-def test_the_droid_convention_is_what_openpi_reads(runs, tmp_path):
-    out = tmp_path / "droid"
-    export_lerobot([str(runs["solved"])], out, convention="droid")
-    loaded = load_dataset(out, "local/droid", tmp_path / "frames.npz", [(0, 10)])
+def test_the_droid_convention_is_what_openpi_reads(exported):
+    loaded = exported["droid"].loaded
     features = loaded["features"]
     for key in ("exterior_image_1_left", "exterior_image_2_left", "wrist_image_left"):
         assert features[key]["dtype"] == "video" and features[key]["shape"] == [180, 320, 3], key
     assert features["joint_position"]["shape"] == [7]
     assert features["gripper_position"]["shape"] == [1]
     assert features["actions"]["shape"] == [8]
-    pictures = np.load(tmp_path / "frames.npz")
-    front = pictures["0_10_exterior_image_1_left"]
+    front = loaded["pictures"]["0_10_exterior_image_1_left"]
     # 320 x 240 scaled to 240 x 180 and padded: black bands of 40 px either side, never stretched.
     assert front[:, :38].max() < 10 and front[:, -38:].max() < 10 and front[:, 60:260].mean() > 30
     actions = np.asarray(loaded["frames"][0]["values"]["actions"])
     assert np.all(np.abs(actions[:7]) <= 1.0) and 0.0 <= actions[7] <= 1.0
 
 
-def test_a_dual_arm_run_exports_both_arms_and_every_camera(runs, tmp_path):
-    out = tmp_path / "dual"
-    export_lerobot([str(runs["dual"])], out)
-    loaded = load_dataset(out, "local/dual", None, [(0, 0)])
+def test_a_dual_arm_run_exports_both_arms_and_every_camera(runs, exported, tmp_path):
+    loaded = exported["dual"].loaded
     features = loaded["features"]
     assert sorted(loaded["video_keys"]) == [f"observation.images.{c}" for c in
                                             ("front", "left_wrist", "right_wrist", "top")]
@@ -200,13 +250,10 @@ def test_a_dual_arm_run_exports_both_arms_and_every_camera(runs, tmp_path):
     assert not (tmp_path / "nope").exists()
 
 
-def test_a_policy_runs_actions_are_the_steps_the_arm_ran(runs, tmp_path):
-    out = tmp_path / "policy"
-    export_lerobot([str(runs["policy"])], out, convention="droid")
-    episode = load_episodes([runs["policy"]])[0]
-    policy_frames = [k for k, s in enumerate(episode.samples)
-                     if episode.stream.samples[s]["arms"]["arm"]["action"]["source"] == "policy"]
-    loaded = load_dataset(out, "local/policy", None, [(0, k) for k in policy_frames])
+def test_a_policy_runs_actions_are_the_steps_the_arm_ran(runs, exported):
+    policy = exported["policy"]
+    episode, loaded = policy.episodes[0], policy.loaded
+    policy_frames = [frame for _, frame in policy.probes]
     steps = json.loads((runs["policy"] / "steps.jsonl").read_text().splitlines()[1])
     ran = json.loads(steps["result"])["action_result"]["steps"]
     assert ran == 24
@@ -222,30 +269,12 @@ def test_a_policy_runs_actions_are_the_steps_the_arm_ran(runs, tmp_path):
     assert 0.2 < max(abs(a[6]) for a in actions) < 0.4
 
 
-def test_a_run_killed_mid_motion_still_exports_and_loads(tmp_path):
-    out = tmp_path / "killed"
-    process = start_run("franka", PICK, out)
-    samples = out / "stream" / "samples.jsonl"
-    deadline = time.monotonic() + 120
-    try:
-        # Killed once the hand is on its way down to the cube (call 4), mid-motion.
-        while time.monotonic() < deadline:
-            lines = samples.read_text().splitlines() if samples.exists() else []
-            if any('"calls": [[4, "move_to"]]' in line for line in lines[-1:]):
-                break
-            assert process.poll() is None, process.stderr.read()[-2000:]
-            time.sleep(0.05)
-        else:
-            raise AssertionError("the run never reached its second move_to")
-        os.kill(process.pid, signal.SIGKILL)
-    finally:
-        process.wait(30)
-    lines_at_kill = len(samples.read_text().splitlines()) - 1
-    stream = read_stream(out)
-    assert len(stream.samples) >= lines_at_kill - 1  # at most the line being written is lost
-    summary = export_lerobot([str(out)], tmp_path / "dataset")
-    loaded = load_dataset(tmp_path / "dataset", "local/killed", None, [(0, summary["frames"] - 1)])
-    assert loaded["num_episodes"] == 1 and loaded["total_frames"] == summary["frames"] > 10
+def test_a_run_killed_mid_motion_still_exports_and_loads(runs, exported):
+    killed = exported["killed"]
+    lines_at_kill = int((runs["killed"] / "lines_at_kill").read_text())
+    assert len(killed.episodes[0].stream.samples) >= lines_at_kill - 1  # at most the line being written is lost
+    loaded = killed.loaded
+    assert loaded["num_episodes"] == 1 and loaded["total_frames"] == killed.summary["frames"] > 10
     assert loaded["episodes"]["success"] == [None] and loaded["episodes"]["finish_status"] == [None]
 
 

@@ -34,7 +34,9 @@ def run_episode(tmp_path: Path, seed: int) -> tuple[int, dict, float]:
     done = subprocess.run(
         [sys.executable, "-m", "rpent", "run", "--robot", "franka", "--sim", "--sim-seed", str(seed),
          "--output-dir", str(out), "--memory-dir", str(tmp_path / f"memory{seed}"), "--max-turns", "30", "--quiet",
-         "--planner", PLANNER],
+         # What the planner sees is the tools' results, not the record's stream (test/dataset tests that): without
+         # it, the ten picks leave the CPU to the planner and the simulator (CI time).
+         "--record-hz", "0", "--planner", PLANNER],
         cwd=ROOT, capture_output=True, text=True, timeout=600,
         env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))},
     )
