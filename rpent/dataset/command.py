@@ -34,7 +34,8 @@ def add_export_parser(commands: argparse._SubParsersAction) -> None:
     lerobot.add_argument("--only-solved", action="store_true",
                          help="only runs whose task was solved (result.json: solved true)")
     lerobot.add_argument("--repo-id", default=None,
-                         help="the dataset's Hugging Face repo id (default: local/<name of --out>)")
+                         help="the dataset's Hugging Face repo id, for the line that says how to load it (default: "
+                         "local/<name of --out>; a v3.0 dataset's files do not name it)")
     lerobot.add_argument("--fps", type=int, default=None,
                          help="frames per second (default: the runs' record rate, 15 unless --record-hz said otherwise)")
     lerobot.add_argument("--convention", choices=CONVENTIONS, default="rpent",
@@ -53,6 +54,8 @@ def export_command(args: argparse.Namespace) -> int:
         return 2
     print(f"wrote {summary['episodes']} episodes, {summary['frames']} frames at {summary['fps']} fps "
           f"({summary['convention']} convention) to {summary['out']} in {summary['seconds']:.1f} s")
+    # lerobot takes the id where the dataset is loaded (a v3.0 dataset's files do not name it).
+    print(f"load it with LeRobotDataset({summary['repo_id']!r}, root={summary['out']!r})")
     return 0
 
 

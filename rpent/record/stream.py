@@ -82,12 +82,13 @@ class StreamWriter:
         self._lock = threading.Lock()
         self.written = 0
         self.dropped = 0
+        self._broken = False
         self._thread = threading.Thread(target=self._run, name="rpent-stream", daemon=True)
         self._thread.start()
 
     def add(self, sample: dict[str, Any], frames: Mapping[str, np.ndarray]) -> bool:
-        """Queue one sample (its "i" and "t" are set here) with one picture per camera of the header;
-        False if the encoder is so far behind that the sample was dropped (the stream then has a gap)."""
+        """Queue one sample (its "t" on the robot's clock; "i" is set here) with one picture per camera of the
+        header; False if the encoder is so far behind that the sample was dropped (the stream then has a gap)."""
         missing = [name for name in self.cameras if name not in frames]
         if missing:
             raise ValueError(f"stream sample: no frame from camera(s) {missing}")
@@ -125,10 +126,16 @@ class StreamWriter:
             if item is _STOP:
                 return
             sample, frames = item  # type: ignore[misc]
+            if self._broken:
+                self.dropped += 1
+                continue
             try:
                 self._write(sample, frames)
             except Exception:
-                log.exception("stream: writing sample %d failed", self.written)
+                # Some camera's video may hold this sample's frame and another's not: later frames would no
+                # longer be their samples'. The stream ends here; what it holds stays whole.
+                log.exception("stream: writing sample %d failed; the stream ends there", self.written)
+                self._broken = True
 
     def _write(self, sample: dict[str, Any], frames: dict[str, np.ndarray]) -> None:
         t = float(sample["t"])

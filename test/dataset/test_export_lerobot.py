@@ -320,6 +320,7 @@ def test_the_command_line(runs, tmp_path):
                            "--fps", "10"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("wrote 1 episodes, ") and " at 10 fps (rpent convention) to " in done.stdout
+    assert done.stdout.splitlines()[1] == f"load it with LeRobotDataset('local/cli', root='{out}')"
     assert json.loads((out / "meta" / "info.json").read_text())["fps"] == 10
     # A quoted glob, and an eval sweep's folder (its episodes' records; not its _attempts/ or _failures/).
     sweep = tmp_path / "sweep"
