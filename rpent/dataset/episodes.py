@@ -25,10 +25,10 @@ from typing import Any
 
 import numpy as np
 
+from rpent.eval.records import SWEEP_FILE
 from rpent.record.segments import RECORD_MARKERS, segment_file_name
 from rpent.record.stream import Stream, StreamError, read_stream, stream_segments
 
-SWEEP_FILE = "sweep.json"
 # Samples further apart than this many periods belong to different stretches (a pause between calls).
 GAP_PERIODS = 2.5
 
