@@ -42,7 +42,7 @@ import numpy as np
 from robots.franka import kinematics
 from robots.franka.hardware.commands import Commanded
 from rpent.record.stream import StreamWriter
-from rpent.runtime.types import Pose, quat_from_matrix
+from rpent.runtime.types import quat_from_matrix
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -187,7 +187,7 @@ class FrankaRecording:
             self._last = at
             arms = dict(current)
             if note is not None:
-                arms[arm] = self._arm_entry(arm, self._arms[arm], step=note)
+                arms[arm] = _step_entry(current[arm], self._arms[arm], note)
             samples.append({"t": round(at - self._t0, 4), "wall": round(time.time(), 4), "calls": calls, "arms": arms})
         frames = {name: np.asarray(picture.result(timeout=5.0)) for name, picture in pictures.items()}
         self._latest = frames
@@ -195,39 +195,43 @@ class FrankaRecording:
             if self.writer.add(sample, frames):
                 self.samples += 1
 
-    def _arm_entry(self, name: str, arm: Any, step: Commanded | None = None) -> dict[str, Any]:
+    def _arm_entry(self, name: str, arm: Any) -> dict[str, Any]:
         state = arm.state()
         gripper = self.runtime.grippers.get(name)
         width = max_width = None
         if gripper is not None:
             g = gripper.state()
             width, max_width = float(g.width_m), float(g.max_width_m) or None
-        note: Commanded | None = step or arm.commands.last
         hand: Commanded | None = None if gripper is None else gripper.commands.last
-        joints, velocities, pose = state.joints, state.joint_velocities, state.pose
-        if step is not None and step.joints is not None and step.joint_velocities is not None:
-            # What the step was computed from, and where that put the hand.
-            joints, velocities = step.joints, step.joint_velocities
-            tcp = kinematics.flange_pose(joints) @ arm.envelope.flange_to_tcp
-            pose = Pose(tuple(tcp[:3, 3]), quat_from_matrix(tcp[:3, :3]))
         return {
-            "q": [round(q, 6) for q in joints],
-            "dq": [round(v, 6) for v in velocities],
-            "ee": [round(float(x), 6) for x in (*pose.position, *pose.quaternion)],
+            "q": [round(q, 6) for q in state.joints],
+            "dq": [round(v, 6) for v in state.joint_velocities],
+            "ee": [round(float(x), 6) for x in (*state.pose.position, *state.pose.quaternion)],
             "gripper_width_m": None if width is None else round(width, 5),
             "gripper_position": None if width is None or not max_width else round(1.0 - width / max_width, 5),
-            "action": _action(note, hand, max_width, state.moving, step is not None),
+            "action": _action(arm.commands.last, hand, max_width, state.moving),
         }
 
 
-def _action(note: Commanded | None, hand: Commanded | None, max_width: float | None, moving: bool,
-            policy_step: bool) -> dict[str, Any]:
+def _step_entry(entry: dict[str, Any], arm: Any, step: Commanded) -> dict[str, Any]:
+    """`entry` (the arm measured now) as of a streamed step: the joints the step was computed from, where that put
+    the hand, and the velocity it sent; the gripper as measured now."""
+    stepped = dict(entry)
+    if step.joints is not None and step.joint_velocities is not None:
+        tcp = kinematics.flange_pose(step.joints) @ arm.envelope.flange_to_tcp
+        stepped["q"] = [round(q, 6) for q in step.joints]
+        stepped["dq"] = [round(v, 6) for v in step.joint_velocities]
+        stepped["ee"] = [round(float(x), 6) for x in (*tcp[:3, 3], *quat_from_matrix(tcp[:3, :3]))]
+    velocity = None if step.velocity is None else [round(v, 6) for v in step.velocity]
+    stepped["action"] = {"source": "policy", "joint_velocity": velocity, "gripper": entry["action"]["gripper"],
+                         "target": step.target}
+    return stepped
+
+
+def _action(note: Commanded | None, hand: Commanded | None, max_width: float | None, moving: bool) -> dict[str, Any]:
     gripper = None
     if hand is not None and hand.width_m is not None and max_width:
         gripper = round(min(1.0, max(0.0, 1.0 - hand.width_m / max_width)), 5)
-    if note is not None and policy_step and note.kind in ("velocity", "joint_target"):
-        velocity = None if note.velocity is None else [round(v, 6) for v in note.velocity]
-        return {"source": "policy", "joint_velocity": velocity, "gripper": gripper, "target": note.target}
     if note is not None and moving and note.kind in ("cartesian", "joints"):
         return {"source": "motion", "joint_velocity": None, "gripper": gripper, "target": note.target}
     return {"source": "motion" if moving else "rest", "joint_velocity": None, "gripper": gripper, "target": None}
