@@ -50,7 +50,7 @@ class CallLifecycle:
     def refuse(self, call: ToolCall, error: str) -> None:
         """End a call that never ran with `error` (bad arguments, a closed toolkit, a cancel in line)."""
         # A refused call never reaches tool_finished (nor the progress line): say so on the console.
-        log.warning("call %d (%s) refused: %s", call.id, call.name, error)
+        log.warning("call %d (%s) refused: %s", call.id, _loggable(call.name), _loggable(error))
         result = ToolResult(error=error)
         self._on_refused(call, result)
         call.settle(result)
@@ -127,3 +127,11 @@ class CallLifecycle:
     @property
     def closed(self) -> bool:
         return self._scheduler.closed
+
+
+def _loggable(value: object) -> object:
+    """`value`, with the lone surrogates of a name or an error a model sent written as `\\udXXX`: a UTF-8
+    console or log file cannot carry them, and the handler would drop the whole line."""
+    if type(value) is not str or value.isascii():
+        return value
+    return value.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import json
+import logging
 import math
 import time
 from collections.abc import Iterator, Mapping
@@ -296,6 +298,24 @@ def test_a_tool_name_that_is_not_a_string_is_refused_with_one_line(kit, tmp_path
     assert result.error == "tool name must be a string, got list"
     (step,) = strict_lines(tmp_path)
     assert step["tool"] == ["work"]
+
+
+def test_a_refusal_naming_a_lone_surrogate_is_logged_on_a_strict_utf8_console(kit, tmp_path):
+    # A console or log file is UTF-8: a refusal line carrying the raw text would be lost ("Logging error").
+    stream = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="strict", write_through=True)
+    handler = logging.StreamHandler(stream)
+    handler.handleError = lambda record: pytest.fail(f"the refusal could not be logged: {record.msg}")
+    logger = logging.getLogger("rpent.tools")
+    logger.addHandler(handler)
+    try:
+        result = kit.execute_tool("\ud800", {"\udfff": 1})
+        kit.execute_tool("work", {"\udfff": 1})
+    finally:
+        logger.removeHandler(handler)
+    assert result.error.startswith("unknown tool")
+    lines = stream.buffer.getvalue().decode("utf-8").splitlines()
+    assert len(lines) == 2 and "(\\ud800) refused: unknown tool '\\ud800'" in lines[0], lines
+    assert lines[1].startswith("call 2 (work) refused") and "\\udfff" in lines[1], lines
 
 
 def test_a_call_after_close_still_leaves_its_line(kit, tmp_path):
