@@ -51,8 +51,10 @@ DASHBOARD = ["starlette>=0.46", "uvicorn==0.54.0"]
 # pytest 8.3.5: ROS 2 Jazzy's launch_testing and launch_pytest (3.4.3) load only with pytest < 8.4 (8.4 and
 # 9.0 break launch_pytest's fixtures, 9.x launch_testing's collection hook), and the ROS tests run in this
 # same environment (scripts/test_ros.sh); package.xml's test_depend on python3-pytest says the same range.
+# pytest-xdist runs scripts/test.sh's two workers (3.8 supports pytest 8.3).
 DEV = [
-    "pytest==8.3.5", "pytest-timeout==2.4.0", "hypothesis>=6.100", "ruff==0.17.5", "playwright==1.65.2"
+    "pytest==8.3.5", "pytest-timeout==2.4.0", "pytest-xdist==3.8.0", "hypothesis>=6.100", "ruff==0.17.5",
+    "playwright==1.65.2",
 ]
 
 setup(
