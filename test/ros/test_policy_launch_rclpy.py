@@ -39,7 +39,7 @@ from .stock_cli import SendGoal
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(900)]
 
-NOD_JOINT, NOD_UNITS = 5, 0.1  # the right arm's joint 6 at 0.1 x 0.2 rad per 1/15 s = 0.3 rad/s
+NOD_JOINT, NOD_UNITS = 5, 0.1  # an arm's joint 6 at 0.1 x 0.2 rad per 1/15 s = 0.3 rad/s
 CONTROL_PERIOD_MS = 1000 / 15
 
 
@@ -144,26 +144,30 @@ def test_run_policy_through_ros2_launch_and_the_stock_send_goal(tmp_path):
             assert steps_of(run_dir)[-1]["error"].startswith("cancelled"), steps_of(run_dir)[-1]
 
             # A policy never outlives its supervisor: frozen (SIGSTOP) or killed mid-chunk, the toolkit node or
-            # the arm's vla_client_node stops renewing the streamed call's lease, and the arm node stops the arm.
-            for (who, sent), sign in zip((("toolkit", signal.SIGSTOP), ("vla_right", signal.SIGSTOP),
-                                          ("vla_right", signal.SIGKILL)), (-1, 1, -1), strict=True):
+            # the left arm's vla_client_node stops renewing the streamed call's lease, and the arm node stops the
+            # arm. The left arm, which holds the cube, goes home first: its nods then stay clear of the table.
+            clis.append(SendGoal.of_tool("home", {"arm": "left"}))
+            out = clis[-1].finished(400)
+            assert "Goal finished with status: SUCCEEDED" in out, out[-3000:]
+            for (who, sent), sign in zip((("toolkit", signal.SIGSTOP), ("vla_left", signal.SIGSTOP),
+                                          ("vla_left", signal.SIGKILL)), (-1, 1, -1), strict=True):
                 server.script = lambda obs, i, sign=sign: droid_chunk([0.0] * NOD_JOINT + [sign * NOD_UNITS, 0.0])
-                clis.append(SendGoal.of_tool("run_policy", {"arm": "right", "instruction": "nod", "max_steps": 3000}))
+                clis.append(SendGoal.of_tool("run_policy", {"arm": "left", "instruction": "nod", "max_steps": 3000}))
                 clis[-1].wait_for("stage: running", 120)
                 inferences = len(server.observations)
                 wait_until(lambda n=inferences: len(server.observations) > n, 120, "a chunk asked for")
                 asked = time.time()
-                wait_until(lambda t=asked: record.turning("right", NOD_JOINT, t, 0.2), 120,
-                           "the right arm nodding at speed in that chunk")
+                wait_until(lambda t=asked: record.turning("left", NOD_JOINT, t, 0.2), 120,
+                           "the left arm nodding at speed in that chunk")
                 pid, frozen = launch.pid_of(who), time.time()
                 os.kill(pid, sent)
                 try:
-                    wait_until(lambda t=frozen: record.rest_after("right", t) is not None, 60, "the right arm at rest")
-                    robot_s, wall_s = record.rest_after("right", frozen)
+                    wait_until(lambda t=frozen: record.rest_after("left", t) is not None, 60, "the left arm at rest")
+                    robot_s, wall_s = record.rest_after("left", frozen)
                 finally:
                     if sent == signal.SIGSTOP:
                         os.kill(pid, signal.SIGCONT)
-                print(f"{who} {signal.Signals(sent).name}: the right arm at rest {robot_s * 1000:.0f} ms later on the "
+                print(f"{who} {signal.Signals(sent).name}: the left arm at rest {robot_s * 1000:.0f} ms later on the "
                       f"robot's clock ({wall_s * 1000:.0f} ms wall)")
                 assert robot_s < 0.3, (who, robot_s, wall_s)
                 out = clis[-1].finished(120)  # the run ended, its goal with it
