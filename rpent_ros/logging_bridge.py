@@ -6,11 +6,13 @@ import logging
 
 from rclpy.logging import get_logger
 
+from rpent.record.values import utf8_text
+
 
 class _RosHandler(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         logger = get_logger(record.name.replace(".", "_"))
-        message = self.format(record)
+        message = utf8_text(self.format(record))  # rcutils takes UTF-8: a lone surrogate would drop the line
         if record.levelno >= logging.ERROR:
             logger.error(message)
         elif record.levelno >= logging.WARNING:

@@ -14,12 +14,22 @@ import signal
 
 import pytest
 
+from rpent.record.values import utf8_text
+
 # A test run started as a script's background job (`bash .ci/run &`) inherits SIGINT ignored, and so would
 # every process a test starts: a Ctrl-C a test sends would then do nothing. A handler here (exec resets it to
 # the default in each child) makes every test's processes start as from a terminal, however pytest started.
 # Tests of the other start say so themselves (test/cli/cli_support.py: sigint_ignored).
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    # pytest-xdist sends each report to the controller as UTF-8: a captured log line with a lone surrogate
+    # (the fuzz tests' tool errors and tracebacks; run.log and consoles escape them too) would end its worker.
+    report = (yield).get_result()
+    report.sections = [(title, utf8_text(text)) for title, text in report.sections]
+
 
 # The ToolkitAPI cases live in a helper module: their failures show the values compared, as a test's do.
 pytest.register_assert_rewrite("toolkit_conformance")

@@ -25,7 +25,9 @@ class RunLog:
     from its creation until close(); usable as a context manager too. Opens with the segment's header."""
 
     def __init__(self, segment: Segment) -> None:
-        handler = logging.FileHandler(segment.output_dir / RUN_LOG, encoding="utf-8")
+        # backslashreplace: a line carrying text UTF-8 cannot (a lone surrogate a model sent) is written
+        # with it escaped, not dropped.
+        handler = logging.FileHandler(segment.output_dir / RUN_LOG, encoding="utf-8", errors="backslashreplace")
         resumed = " (continued with --resume)" if segment.number > 1 else ""
         handler.stream.write(f"===== segment {segment.number}{resumed}, started {time.strftime('%Y-%m-%d %H:%M:%S')}, "
                              f"pid {os.getpid()} =====\n")

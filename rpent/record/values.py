@@ -26,4 +26,12 @@ def describe_exception(exc: BaseException) -> str:
         message = str(exc)
     except Exception:
         message = "<unprintable message>"
-    return f"{type(exc).__name__}: {message}"
+    return utf8_text(f"{type(exc).__name__}: {message}")
+
+
+def utf8_text(value: Any) -> Any:
+    """`value`, a text with lone surrogates (which a model or a fuzzed path can carry) written as `\\udXXX`
+    so that UTF-8 can carry it: a log file or console would drop the whole line. Anything else as it is."""
+    if type(value) is not str or value.isascii():
+        return value
+    return value.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from rpent.record.values import utf8_text
 from rpent.tools.api import StageCallback
 from rpent.tools.call import ToolCall
 from rpent.tools.result import ToolResult
@@ -50,7 +51,7 @@ class CallLifecycle:
     def refuse(self, call: ToolCall, error: str) -> None:
         """End a call that never ran with `error` (bad arguments, a closed toolkit, a cancel in line)."""
         # A refused call never reaches tool_finished (nor the progress line): say so on the console.
-        log.warning("call %d (%s) refused: %s", call.id, _loggable(call.name), _loggable(error))
+        log.warning("call %d (%s) refused: %s", call.id, utf8_text(call.name), utf8_text(error))
         result = ToolResult(error=error)
         self._on_refused(call, result)
         call.settle(result)
@@ -128,10 +129,3 @@ class CallLifecycle:
     def closed(self) -> bool:
         return self._scheduler.closed
 
-
-def _loggable(value: object) -> object:
-    """`value`, with the lone surrogates of a name or an error a model sent written as `\\udXXX`: a UTF-8
-    console or log file cannot carry them, and the handler would drop the whole line."""
-    if type(value) is not str or value.isascii():
-        return value
-    return value.encode("utf-8", "backslashreplace").decode("utf-8")

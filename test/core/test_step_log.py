@@ -332,3 +332,17 @@ def test_a_torn_last_line_does_not_swallow_the_next_record(tmp_path):
     steps.close()
     (step,) = read_steps(tmp_path / "steps.jsonl")
     assert {key: step[key] for key in ("segment", "call_id", "tool")} == {"segment": 1, "call_id": 1, "tool": "work"}
+
+
+def test_run_log_keeps_a_line_carrying_a_lone_surrogate(tmp_path):
+    # A tool's error can carry a path a model sent; run.log is UTF-8 and must not drop the line.
+    from rpent.record.run_log import RUN_LOG, RunLog
+    from rpent.record.segments import open_segment
+    from rpent.record.values import describe_exception
+
+    with RunLog(open_segment(tmp_path / "run")):
+        logging.getLogger("rpent.tools.toolkit").warning("read_text_file raised %s", OSError("no file '\udc80'"))
+        logging.getLogger("rpent.tools.toolkit").warning("then %s", "the next line")
+    lines = (tmp_path / "run" / RUN_LOG).read_text(encoding="utf-8").splitlines()
+    assert lines[-2].endswith("read_text_file raised no file '\\udc80'") and lines[-1].endswith("then the next line")
+    assert describe_exception(ValueError("\ud800")) == "ValueError: \\ud800"
