@@ -34,6 +34,8 @@ from rpent_ros.toolkit.tool_schema import ArgumentChecker
 log = logging.getLogger(__name__)
 
 _WATCH_PERIOD_S = 0.25
+# How long cancel_active_and_wait waits for the node to answer a goal just sent before it cancels it anyway.
+ANSWER_WAIT_S = 5.0
 
 
 class RemoteError(RuntimeError):
@@ -177,10 +179,16 @@ class RosToolkit:
     def cancel_active_and_wait(self, timeout: float | None = None, reason: str = "cancelled by operator") -> bool:
         """Cancel the calls this client sent and wait for them to end (the node goes on admitting calls)."""
         with self._lock:
-            calls = list(self._active)
+            calls = sorted(self._active, key=lambda c: c.id, reverse=True)
+        # The latest first, each once the node has its goal, as the toolkit drops its queue before it cancels
+        # what runs: were the running call's cancel to arrive first (or a queued goal's acceptance only after
+        # it), its end would start the queued call before that one's cancel came.
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for call in calls:
+            call.wait_answered(ANSWER_WAIT_S if deadline is None else max(0.0, min(ANSWER_WAIT_S, deadline - time.monotonic())))
         for call in calls:
             call.cancel(reason)
-        return all_ended(calls, timeout)
+        return all_ended(calls, None if deadline is None else max(0.0, deadline - time.monotonic()))
 
     def close(self, timeout: float | None = None) -> Path | None:
         """Refuse this client's later calls and wait for the ones it sent. The node's record stays open (other

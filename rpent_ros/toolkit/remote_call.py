@@ -42,6 +42,7 @@ class RemoteCall:
         self._on_settled = on_settled
         self._on_stage = on_stage
         self._done = threading.Event()
+        self._answered = threading.Event()  # the node accepted or refused the goal, or the call ended
         self._result: ToolResult | None = None
         self._goal_handle: Any = None
         self._cancel_requested = False
@@ -75,6 +76,7 @@ class RemoteCall:
             if handle.accepted and not abandoned:
                 self._goal_handle = handle
             cancel = self._cancel_requested
+        self._answered.set()
         if not handle.accepted:
             self.settle(ToolResult(error=(
                 f"{self._namespace}: the goal for '{self.name}' was refused: the toolkit node holds as many"
@@ -128,12 +130,17 @@ class RemoteCall:
             self._result = result
             self.stage = "done"
             self._done.set()
+            self._answered.set()
         if self._on_settled is not None:
             self._on_settled(self)
         self._set_stage("done")
 
     def done(self) -> bool:
         return self._done.is_set()
+
+    def wait_answered(self, timeout: float) -> bool:
+        """Wait until the node has accepted or refused the goal (or the call ended); False after `timeout`."""
+        return self._answered.wait(timeout)
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait until the call has ended; False if it had not within `timeout` seconds."""
