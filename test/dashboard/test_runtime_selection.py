@@ -15,7 +15,9 @@ from rpent.cli.main import build_parser
 from rpent.dashboard.session import DashboardSession
 from rpent.robot import ConfigError, load_robot
 
-pytestmark = pytest.mark.timeout(60)
+# A hang guard: two toy tasks take 7 s alone, and 66 s were seen beside the other worker's lerobot export
+# (scripts/test.sh runs two files at a time).
+pytestmark = pytest.mark.timeout(180)
 toy = load_robot("toy")
 ToySpec = type(toy.get_robot_spec())
 
