@@ -60,8 +60,8 @@ def _errors(found: np.ndarray, truth: np.ndarray) -> tuple[float, float]:
 
 
 def _sim_hosts() -> str:
-    """A free address of this file's own range for the simulated arm (127.0.0.140-169)."""
-    return free_sim_hosts(140, 169)[0]
+    """A free address of this file's own range for the simulated arm (127.0.0.100-119)."""
+    return free_sim_hosts(100, 119)[0]
 
 
 def _calibrate(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict | None, str]:
