@@ -23,6 +23,7 @@ from rpent.record.values import utf8_text
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     # pytest-xdist sends each report to the controller as UTF-8: a captured log line with a lone surrogate

@@ -128,4 +128,3 @@ class CallLifecycle:
     @property
     def closed(self) -> bool:
         return self._scheduler.closed
-

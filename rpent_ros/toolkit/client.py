@@ -184,11 +184,17 @@ class RosToolkit:
         # what runs: were the running call's cancel to arrive first (or a queued goal's acceptance only after
         # it), its end would start the queued call before that one's cancel came.
         deadline = None if timeout is None else time.monotonic() + timeout
+
+        def left(most: float | None) -> float | None:
+            if deadline is None:
+                return most
+            return max(0.0, deadline - time.monotonic() if most is None else min(most, deadline - time.monotonic()))
+
         for call in calls:
-            call.wait_answered(ANSWER_WAIT_S if deadline is None else max(0.0, min(ANSWER_WAIT_S, deadline - time.monotonic())))
+            call.wait_answered(left(ANSWER_WAIT_S))
         for call in calls:
             call.cancel(reason)
-        return all_ended(calls, None if deadline is None else max(0.0, deadline - time.monotonic()))
+        return all_ended(calls, left(None))
 
     def close(self, timeout: float | None = None) -> Path | None:
         """Refuse this client's later calls and wait for the ones it sent. The node's record stays open (other
