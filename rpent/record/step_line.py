@@ -30,7 +30,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from rpent.record.values import describe_exception, json_default
+from rpent.record.values import describe_exception, json_default, utf8_text
 
 MAX_FIELD_BYTES = 64 * 1024
 MAX_LINE_BYTES = 64 * 1024
@@ -132,7 +132,7 @@ def plain(value: Any, depth: int = 0) -> Any:
     """`value` as plain JSON values, markers where JSON cannot carry it (see the module docstring)."""
     kind = type(value)
     if kind is str:
-        return _text(value)
+        return utf8_text(value)
     if value is None or kind is bool:
         return value
     if kind is int:
@@ -166,7 +166,7 @@ def _plain_other(value: Any, depth: int) -> Any:
 
 def _key(key: Any) -> str:
     if type(key) is str:
-        return _text(key)
+        return utf8_text(key)
     if key is None or isinstance(key, bool):
         return json.dumps(bool(key) if key is not None else None)
     if isinstance(key, int):
@@ -174,18 +174,8 @@ def _key(key: Any) -> str:
     if isinstance(key, float):
         return json.dumps(float(key))  # as json.dumps writes keys: 1.5 -> "1.5", nan -> "NaN"
     if isinstance(key, str):
-        return _text(str(key))
+        return utf8_text(str(key))
     return _short_text(key, 200) or "None"
-
-
-def _text(text: str) -> str:
-    if text.isascii():
-        return text
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _short_text(value: Any, limit: int) -> str | None:
@@ -197,7 +187,7 @@ def _short_text(value: Any, limit: int) -> str | None:
         text = None
     if type(text) is not str:
         text = f"<unprintable {type(value).__name__}>"
-    return text[:limit].encode("utf-8", "backslashreplace").decode("utf-8")
+    return utf8_text(text[:limit])
 
 
 def _small_int(value: Any) -> int | None:

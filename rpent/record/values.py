@@ -34,4 +34,8 @@ def utf8_text(value: Any) -> Any:
     so that UTF-8 can carry it: a log file or console would drop the whole line. Anything else as it is."""
     if type(value) is not str or value.isascii():
         return value
-    return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    try:
+        value.encode("utf-8")  # most non-ASCII text is whole: one pass, no copy
+        return value
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
