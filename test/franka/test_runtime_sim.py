@@ -121,6 +121,23 @@ def test_stop_from_another_thread_ends_a_long_move_promptly(sim_runtime: FrankaR
     assert arm.wait(timeout_s=30).finished
 
 
+def test_a_stop_sent_the_moment_a_motion_is_launched_still_stops_it(sim_runtime: FrankaRuntime, let_sim_run) -> None:
+    # franky starts an asynchronous motion on a thread of its own: a stop sent before that thread has
+    # the robot's answer reaches a robot with no motion, and the motion then ran its whole course
+    # (CI: a cancelled 10 cm move_by at 5 % speed ended at its target).
+    arm = sim_runtime.arm()
+    for _ in range(5):
+        start = arm.settled_state().pose
+        arm.start_relative((0.0, 0.1, 0.0), speed_factor=0.05)
+        arm.stop()
+        outcome = arm.wait(timeout_s=30)
+        assert outcome.stopped and not outcome.finished, outcome
+        let_sim_run(sim_runtime, 0.5)
+        assert not arm.state().moving
+        assert arm.state().pose.distance_to(start) < 0.01
+    _home(sim_runtime)
+
+
 def test_wait_with_cancel_event_stops_the_arm(sim_runtime: FrankaRuntime) -> None:
     arm = sim_runtime.arm()
     arm.start_relative((0.0, 0.08, 0.0), speed_factor=0.1)
