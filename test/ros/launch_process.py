@@ -140,7 +140,7 @@ class JointRecord:
         turned = lines[1]["arms"][arm][joint] - lines[0]["arms"][arm][joint]
         return abs(turned) / (lines[1]["sim_s"] - lines[0]["sim_s"]) > rad_s
 
-    def rest_after(self, arm: str, pressed: float) -> tuple[float, float] | None:
+    def rest_after(self, arm: str, pressed: float, *, ended: bool = False) -> tuple[float, float] | None:
         """(robot seconds, wall seconds) from the wall-clock moment `pressed` until `arm` is at rest, judged on
         the simulator's own clock (wall time `t`, simulated time `sim_s`) from its true joint velocities `dq`:
         the first record from which on, for at least 0.5 robot seconds, every joint is at rest as franky
@@ -148,7 +148,11 @@ class JointRecord:
 
         The robot's clock, because franky-sim runs below real time here (two simulated arms need about 1.4
         cores at real time: FACTS.md), so a stop and the arm's deceleration take longer on the wall clock
-        than on the robot's; on a real arm the two clocks are one."""
+        than on the robot's; on a real arm the two clocks are one.
+
+        `ended`: the simulator has stopped recording (a killed node ends its launch: launch_helpers'
+        end_when_one_dies), so a run of records at rest up to the record's end counts from 0.1 robot
+        seconds on; a slow simulator may record less than 0.5 s of the rest before the launch stops it."""
         from robots.franka.hardware.franky_arm import at_rest
 
         # From the record before `pressed` on (a test polls this 50 records a second into its run).
@@ -170,8 +174,8 @@ class JointRecord:
         if resting_from is None:
             return None
         t, sim, _ = samples[resting_from]
-        if samples[-1][1] - sim < 0.5:
-            return None  # not at rest for long enough yet
+        if samples[-1][1] - sim < (0.1 if ended else 0.5):
+            return None  # not at rest for long enough yet (a nod's reversal passes through rest)
         sim = max(sim, pressed_sim)
         return sim - pressed_sim, max(t, pressed) - pressed
 
