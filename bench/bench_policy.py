@@ -17,7 +17,8 @@ dual_franka.launch.py use_sim:=true vla_endpoint:=...` and the stock `ros2 actio
 /toolkit/tools/run_policy`, all on the right arm:
 - the figures above of one run_policy call, from the run's own result (its control summary and inference log:
   the loop runs in the arm node, the observation and the inference in the vla_client_node), beside bare
-  openpi-client's round trip from this process during the run, with the observations the node sent;
+  openpi-client's round trip from a process of its own during the run (bench/bare_openpi_peer.py), once per
+  node inference, with the node's first observation;
 - the share of shaped steps of the checkpoint-sized policy;
 - the stop: `--cancels` Ctrl-C presses at random moments of a chunk the arm runs at speed: the toolkit's cancel
   to the stop sent to franky in the arm node and the press to that stop (p50/p99; aim p99 <= 66.7 ms), and the
@@ -199,22 +200,35 @@ def nodding_at_speed(server: ScriptedPolicyServer, record, asked: int) -> None:
     wait_until(lambda: record.turning("right", NOD_JOINT, since, 0.2), 120, "the right arm nodding at speed")
 
 
-def at_rest(record, since: float) -> tuple[float, float]:
-    """(robot s, wall s) from the wall-clock moment `since` until the right arm is at rest."""
+def at_rest(record, since: float, launch=None) -> tuple[float, float]:
+    """(robot s, wall s) from the wall-clock moment `since` until the right arm is at rest; with `launch`, once
+    it has ended (a killed node ends it), judged on the whole record."""
     from ros.goals import wait_until
 
+    if launch is not None:
+        launch.wait_exit(60)
+        rest = record.rest_after("right", since, ended=True)
+        if rest is None:
+            raise AssertionError("the right arm was not at rest when the launch ended")
+        return rest
     wait_until(lambda: record.rest_after("right", since) is not None, 60, "the right arm at rest")
     return record.rest_after("right", since)
 
 
 class BareAlongside:
-    """Bare openpi-client's round trips while the vla_client_node runs the policy, so that both see the same
-    load (the simulator's renders and physics, the nodes): every 1/15 s, the node's latest observation,
-    against a scripted server of its own in this process (the node's server counts the inferences it
-    answers). The node's round trips are timed in the node, around its client's infer."""
+    """Bare openpi-client's round trips while the vla_client_node runs the policy, measured as the node's are:
+    from a process of its own (bench/bare_openpi_peer.py, as a lab's own DROID script runs it), once per
+    node inference, so that its connection idles between calls as the node's does, against a scripted server
+    of its own in this process beside the node's. Each call goes out PEER_DELAY_S after the node's
+    observation reached its server: once the node has its reply, while the arm starts the chunk (a busier
+    moment than the node's own call, between chunks: the ratio does not flatter the node). The node's round
+    trips are timed in the node, around its client's infer."""
 
-    def __init__(self, server: ScriptedPolicyServer) -> None:
+    PEER_DELAY_S = 0.05
+
+    def __init__(self, server: ScriptedPolicyServer, tmp: Path) -> None:
         self.server = server
+        self.tmp = tmp
         self.times: list[float] = []
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._run, name="bare-alongside", daemon=True)
@@ -226,23 +240,40 @@ class BareAlongside:
 
     def __exit__(self, *exc: object) -> None:
         self._done.set()
-        self._thread.join(30)
+        self._thread.join(60)
         self._own.__exit__(None, None, None)
 
     def _run(self) -> None:
-        from openpi_client.websocket_client_policy import WebsocketClientPolicy
+        import subprocess
 
-        bare = WebsocketClientPolicy(host=self._own.endpoint)
+        from openpi_client import msgpack_numpy
+
+        while not self.server.observations:
+            if self._done.wait(0.01):
+                return
+        observation = self.tmp / "observation.msgpack"
+        observation.write_bytes(msgpack_numpy.packb(self.server.observations[0]))
+        peer = subprocess.Popen([sys.executable, str(Path(__file__).with_name("bare_openpi_peer.py")),
+                                 self._own.endpoint, str(observation)],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         try:
-            while not self._done.wait(PERIOD_S):
-                if not self.server.observations:
+            assert peer.stdout is not None and peer.stdin is not None
+            if peer.stdout.readline().strip() != "ready":
+                raise SystemExit("bench/bare_openpi_peer.py did not start")
+            seen = 1
+            while not self._done.is_set():
+                if len(self.server.observations) <= seen:
+                    time.sleep(0.002)
                     continue
-                obs = self.server.observations[-1]
-                start = time.perf_counter()
-                bare.infer(obs)
-                self.times.append(time.perf_counter() - start)
+                seen = len(self.server.observations)
+                time.sleep(self.PEER_DELAY_S)
+                peer.stdin.write("\n")
+                peer.stdin.flush()
+                self.times.append(float(peer.stdout.readline()))
         finally:
-            bare._ws.close()
+            if peer.stdin is not None:
+                peer.stdin.close()
+            peer.wait(30)
 
 
 def cancel_requests(server: ScriptedPolicyServer, record, count: int, rng) -> tuple[list[float], int]:
@@ -320,7 +351,7 @@ def under_ros(args: argparse.Namespace) -> None:
                         log=Path(tmp) / "launch.log", env=environment())
         try:
             launch.wait_for("tools served", 240)
-            with BareAlongside(server) as alongside:
+            with BareAlongside(server, Path(tmp)) as alongside:
                 result = run_policy({"max_steps": args.steps, "max_duration_s": 600}, 900)
             bare = alongside.times
             server.script = checkpoint_sized
@@ -352,7 +383,8 @@ def under_ros(args: argparse.Namespace) -> None:
                 pid, frozen = launch.pid_of(who), time.time()
                 os.kill(pid, sent)
                 try:
-                    robot_s, wall_s = at_rest(record, frozen)
+                    # The launch ends with a killed node (end_when_one_dies), the simulator with it.
+                    robot_s, wall_s = at_rest(record, frozen, launch if sent == signal.SIGKILL else None)
                 finally:
                     if sent == signal.SIGSTOP:
                         os.kill(pid, signal.SIGCONT)
@@ -375,7 +407,7 @@ def under_ros(args: argparse.Namespace) -> None:
         ratio = statistics.median(ours) / statistics.median(bare)
         print(f"{'inference round trip, vla_client_node':<40} {ms(ours)}")
         print(f"{'inference round trip, bare openpi-client':<40} {ms(bare)}   ratio {ratio:.3f} (aim <= 1.1; "
-              "bare from this process, every 1/15 s during the run)")
+              "bare from a process of its own, once per node inference)")
         shaped = sized["control"]
         print(f"{'checkpoint-sized policy (0.4 units, j7)':<40} {shaped.get('scaled_steps', 0)} of {sized['steps']} steps "
               f"shaped ({100 * shaped.get('scaled_steps', 0) / max(1, sized['steps']):.0f}%), smallest scale "
