@@ -41,8 +41,8 @@ _AT_REST_J7_RAD_S = 0.1
 # Faster than this on any joint, the arm is moving whether or not franky is in control.
 _MOVING_RAD_S = 0.1
 _FCI_PORT = 1337
-# How long a stop that raced a motion's start waits for the robot to report that motion running (robot_mode
-# Move): a few ms on franky-sim and on a real arm; longer means the robot never took it (wait() reports it).
+# How long a launch waits for the robot to report the motion it was sent (robot_mode Move): a few ms
+# on franky-sim and on a real arm; longer means the robot never took it, which wait() then reports.
 _START_TIMEOUT_S = 1.0
 # Ruckig's result codes for an online trajectory it could not compute (franky: "Motion planner failed
 # with error code N"): -101 a duration out of its numeric range, -110 the execution time, -111 the
@@ -271,6 +271,7 @@ class FrankyArm:
             except Exception as exc:
                 raise RuntimeFault(f"{self.name} at {self.host}: motion rejected: {exc}") from exc
             self._active = True
+            self._hold_stop_across_start()
 
     # --- streamed joint steps (robots.franka.policy.stream: a policy's actions at its control rate) ------
     def stream_joint_velocity(self, velocity: Sequence[float], duration_s: float, *, clock_s: float | None = None,
@@ -311,6 +312,7 @@ class FrankyArm:
         with self._lock:
             if self._stop_requested.is_set():
                 return False
+            starts = not self._robot.is_in_control  # else franky hands the step to the running control loop
             try:
                 self._robot.move(motion, asynchronous=True)
             except franky.NetworkException as exc:
@@ -318,9 +320,30 @@ class FrankyArm:
             except Exception as exc:
                 raise RuntimeFault(f"{self.name} at {self.host}: motion rejected: {exc}") from exc
             self._active = True
+            if starts:
+                self._hold_stop_across_start()
         if self._stop_requested.is_set():  # the stop came as the step went out
             self.stop_quietly()
         return True
+
+    def _hold_stop_across_start(self) -> None:
+        """Wait (a few ms) until the robot runs the motion just sent, then send again a stop that came
+        meanwhile. franky sends an asynchronous motion from a thread of its own, so a stop sent before
+        the robot has taken the motion reaches a robot with none running, and the motion then runs its
+        whole course (libfranka's stop ends only a running motion; CI saw a cancelled 10 cm move end at its
+        target). Ended already, or never taken within _START_TIMEOUT_S: wait() reports what happened."""
+        deadline = time.monotonic() + _START_TIMEOUT_S
+        try:
+            while self._robot.is_in_control and self._robot.state.robot_mode != franky.RobotMode.Move:
+                if time.monotonic() >= deadline:
+                    log.warning("%s: the robot did not report the motion as running within %.1f s",
+                                self.name, _START_TIMEOUT_S)
+                    break
+                time.sleep(0.0005)
+        except Exception as exc:  # a lost robot: the motion's own end (wait()) reports it
+            log.debug("%s: watching the motion start: %s", self.name, exc)
+        if self._stop_requested.is_set():
+            self.stop_quietly()
 
     def wait(self, timeout_s: float | None = None, cancel: threading.Event | None = None) -> MotionOutcome:
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
@@ -380,36 +403,10 @@ class FrankyArm:
         self._stop_requested.set()
         self.commands.sent("stop")
         try:
-            starting = self._starting()
             self._robot.stop()
-            if starting:
-                self._stop_once_started()
         except Exception as exc:
             log.warning("%s: stop failed: %s", self.name, exc)
             raise RuntimeFault(f"{self.name} at {self.host}: stop failed: {exc}") from exc
-
-    def _starting(self) -> bool:
-        """A motion was sent but the robot does not run it yet: franky sends an asynchronous motion from a
-        thread of its own, and a stop that reaches the robot before the motion finds nothing to stop
-        (libfranka's stop ends only a running motion; CI saw a cancelled 10 cm move end at its target)."""
-        try:
-            return bool(self._robot.is_in_control) and self._robot.state.robot_mode != franky.RobotMode.Move
-        except Exception:  # a lost robot: the motion's own end (wait()) reports it
-            return False
-
-    def _stop_once_started(self) -> None:
-        """Wait (a few ms) until the motion a stop raced runs at the robot, then stop it; one that ended
-        already, or that the robot never took within _START_TIMEOUT_S, needs no stop (wait() reports it)."""
-        deadline = time.monotonic() + _START_TIMEOUT_S
-        while self._robot.is_in_control:
-            if self._robot.state.robot_mode == franky.RobotMode.Move:
-                self._robot.stop()
-                return
-            if time.monotonic() >= deadline:
-                log.warning("%s: the robot did not report the motion as running within %.1f s", self.name,
-                            _START_TIMEOUT_S)
-                return
-            time.sleep(0.0005)
 
     def stop_quietly(self) -> None:
         """stop() for cancel and clean-up paths, which must go on to stop everything else."""
