@@ -186,9 +186,11 @@ class RosToolkit:
         deadline = None if timeout is None else time.monotonic() + timeout
 
         def left(most: float | None) -> float | None:
+            """What is left of the deadline, at most `most` (None: no bound)."""
             if deadline is None:
                 return most
-            return max(0.0, deadline - time.monotonic() if most is None else min(most, deadline - time.monotonic()))
+            remaining = max(0.0, deadline - time.monotonic())
+            return remaining if most is None else min(most, remaining)
 
         for call in calls:
             call.wait_answered(left(ANSWER_WAIT_S))

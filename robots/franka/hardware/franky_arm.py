@@ -271,7 +271,9 @@ class FrankyArm:
             except Exception as exc:
                 raise RuntimeFault(f"{self.name} at {self.host}: motion rejected: {exc}") from exc
             self._active = True
-            self._hold_stop_across_start()
+            self._await_start()
+        if self._stop_requested.is_set():  # a stop came before the robot ran the motion: it found nothing
+            self.stop_quietly()
 
     # --- streamed joint steps (robots.franka.policy.stream: a policy's actions at its control rate) ------
     def stream_joint_velocity(self, velocity: Sequence[float], duration_s: float, *, clock_s: float | None = None,
@@ -321,14 +323,14 @@ class FrankyArm:
                 raise RuntimeFault(f"{self.name} at {self.host}: motion rejected: {exc}") from exc
             self._active = True
             if starts:
-                self._hold_stop_across_start()
-        if self._stop_requested.is_set():  # the stop came as the step went out
+                self._await_start()
+        if self._stop_requested.is_set():  # the stop came as the step went out (or before the robot ran it)
             self.stop_quietly()
         return True
 
-    def _hold_stop_across_start(self) -> None:
-        """Wait (a few ms) until the robot runs the motion just sent, then send again a stop that came
-        meanwhile. franky sends an asynchronous motion from a thread of its own, so a stop sent before
+    def _await_start(self) -> None:
+        """Wait (a few ms) until the robot runs the motion just sent; the caller then sends again a stop that
+        came meanwhile. franky sends an asynchronous motion from a thread of its own, so a stop sent before
         the robot has taken the motion reaches a robot with none running, and the motion then runs its
         whole course (libfranka's stop ends only a running motion; CI saw a cancelled 10 cm move end at its
         target). Ended already, or never taken within _START_TIMEOUT_S: wait() reports what happened."""
@@ -338,12 +340,10 @@ class FrankyArm:
                 if time.monotonic() >= deadline:
                     log.warning("%s: the robot did not report the motion as running within %.1f s",
                                 self.name, _START_TIMEOUT_S)
-                    break
+                    return
                 time.sleep(0.0005)
         except Exception as exc:  # a lost robot: the motion's own end (wait()) reports it
             log.debug("%s: watching the motion start: %s", self.name, exc)
-        if self._stop_requested.is_set():
-            self.stop_quietly()
 
     def wait(self, timeout_s: float | None = None, cancel: threading.Event | None = None) -> MotionOutcome:
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
