@@ -35,6 +35,8 @@ _WAIT_SLICE_S = 0.02
 # After a motion ends the joints still converge on the last command for a moment (a real FR3 within
 # a few ms, franky-sim's PD hold within ~0.3 s): a result is measured once they are at rest.
 _SETTLE_TIMEOUT_S = 1.0
+# ... and at most this long on the wall clock, whatever the robot's clock does (a simulator that stalled).
+_SETTLE_WALL_CAP_S = 10.0
 _AT_REST_RAD_S = 0.01
 # Joint 7's reading chatters at about +-0.08 rad/s once it has moved (franky-sim), so it gets a wider band.
 _AT_REST_J7_RAD_S = 0.1
@@ -134,11 +136,27 @@ class FrankyArm:
 
     # --- state -------------------------------------------------------------------------------
     def state(self) -> ArmState:
+        return self._read()[0]
+
+    def clock_s(self) -> float:
+        """The robot's own clock (its state's time): the one franky times motions by. Real time on a
+        real arm; simulated time on franky-sim, which runs slower than real time on a loaded machine."""
+        self.link.check(self.name)
+        try:  # the time alone: the policy's step loop paces itself on it
+            return float(self._robot.state.time.to_sec())
+        except franky.NetworkException as exc:
+            raise self.link.lost_fault(self.name, str(exc)) from exc
+        except Exception as exc:
+            raise RuntimeFault(f"{self.name} at {self.host}: cannot read state: {exc}") from exc
+
+    def _read(self) -> tuple[ArmState, float]:
+        """One reading of the robot: its state and the robot's clock at that state."""
         self.link.check(self.name)
         try:
             st = self._robot.state
             joints = tuple(float(q) for q in st.q)
             velocities = tuple(float(v) for v in st.dq)
+            clock = float(st.time.to_sec())
             in_control = bool(self._robot.is_in_control)
             has_errors = bool(self._robot.has_errors)
         except franky.NetworkException as exc:
@@ -151,18 +169,7 @@ class FrankyArm:
             joint_velocities=velocities,
             moving=in_control or max(abs(v) for v in velocities) > _MOVING_RAD_S,
             has_errors=has_errors,
-        )
-
-    def clock_s(self) -> float:
-        """The robot's own clock (its state's time): the one franky times motions by. Real time on a
-        real arm; simulated time on franky-sim, which runs slower than real time on a loaded machine."""
-        self.link.check(self.name)
-        try:
-            return float(self._robot.state.time.to_sec())
-        except franky.NetworkException as exc:
-            raise self.link.lost_fault(self.name, str(exc)) from exc
-        except Exception as exc:
-            raise RuntimeFault(f"{self.name} at {self.host}: cannot read state: {exc}") from exc
+        ), clock
 
     def health(self) -> dict[str, Any]:
         """What the robot reports about itself (for /diagnostics): mode, errors, control loop, external forces."""
@@ -185,11 +192,15 @@ class FrankyArm:
         return readings
 
     def settled_state(self, timeout_s: float = _SETTLE_TIMEOUT_S) -> ArmState:
-        """The state once every joint is at rest (or after `timeout_s`): what a motion really reached."""
-        deadline = time.monotonic() + timeout_s
+        """The state once every joint is at rest (or after `timeout_s` of the robot's clock): what a motion
+        really reached. The robot's clock, because the joints converge in its time: on a loaded machine
+        franky-sim runs at a fraction of real time (CI: a pick's first move judged 8 mm short, still
+        converging, after 1 s of wall time). A robot whose clock stands still gets _SETTLE_WALL_CAP_S."""
+        state, start = self._read()
+        wall_cap = time.monotonic() + max(_SETTLE_WALL_CAP_S, timeout_s)
         while True:
-            state = self.state()
-            if at_rest(state.joint_velocities) or time.monotonic() >= deadline:
+            state, clock = self._read()
+            if at_rest(state.joint_velocities) or clock - start >= timeout_s or time.monotonic() >= wall_cap:
                 return state
             time.sleep(0.01)
 
