@@ -239,8 +239,13 @@ class _Run:
     def _one_inference(self) -> str | None:
         observation, took_s = self._observe()
         started = time.perf_counter()
-        reply = self.policy.client.infer(observation)
-        latency_ms = (time.perf_counter() - started) * 1000
+        try:
+            reply = self.policy.client.infer(observation)
+        finally:
+            latency_ms = (time.perf_counter() - started) * 1000
+            # Shown once the reply is in (or the call failed): a frame's publishing (300 kB through DDS
+            # under ROS) would share the machine with the round trip.
+            self._show(observation)
         chunk = droid.action_chunk(reply, self.config.open_loop_horizon)
         self.inferences.append({
             "inference": len(self.inferences), "step": self.steps,
@@ -299,10 +304,13 @@ class _Run:
         if self.policy.gripper is not None:
             state = self.policy.gripper.state()
             gripper = droid.gripper_position(state.width_m, state.max_width_m)
-        if self.on_frame is not None:
-            self.on_frame(np.concatenate([exterior, wrist], axis=1))  # what the policy saw, side by side
         took = time.perf_counter() - started
         return droid.observation(exterior, wrist, joints, gripper, self.instruction), took
+
+    def _show(self, observation: dict[str, Any]) -> None:
+        """What the policy saw, side by side, to the record (under ROS: a feedback message to the toolkit)."""
+        if self.on_frame is not None:
+            self.on_frame(np.concatenate([observation[droid.EXTERIOR_IMAGE_KEY], observation[droid.WRIST_IMAGE_KEY]], axis=1))
 
     def _stop_arm(self) -> None:
         try:
