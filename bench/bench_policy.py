@@ -390,6 +390,9 @@ def under_ros(args: argparse.Namespace) -> None:
                         os.kill(pid, signal.SIGCONT)
                 lapses.setdefault(f"{who} {signal.Signals(sent).name}", []).append((robot_s * 1000, wall_s * 1000))
                 cli.finished(120)
+        except BaseException:
+            print(f"the launch's output (last 20000 characters):\n{launch.text()[-20000:]}", file=sys.stderr)
+            raise
         finally:
             launch.stop()
         control, log = result["control"], result["inference_log"]
