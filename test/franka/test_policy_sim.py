@@ -518,7 +518,9 @@ def test_dual_franka_runs_a_policy_on_either_arm_and_keeps_it_clear_of_the_one_s
     result = kit.execute_tool("run_policy", {"arm": "left", "instruction": "hit it", "max_steps": 300})
     refused = action_result(result)["refused"]
     assert refused["limit"] == "left+right.step.arm_distance_m", refused
-    assert np.max(np.abs(np.asarray(left.settled_state().joints) - np.asarray(refused["joints_rad"]))) < 1e-3
+    # Where the refusal found it, give or take its braking from the speed it had then (1.12 mrad seen in
+    # CI), as for the hostile policies above: one more 0.03 rad step would be six times the bound.
+    assert np.max(np.abs(np.asarray(left.settled_state().joints) - np.asarray(refused["joints_rad"]))) < AT_REFUSAL_RAD
 
 
 @pytest.mark.parametrize(
