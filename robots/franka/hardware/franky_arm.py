@@ -196,7 +196,7 @@ class FrankyArm:
         really reached. The robot's clock, because the joints converge in its time: on a loaded machine
         franky-sim runs at a fraction of real time (CI: a pick's first move judged 8 mm short, still
         converging, after 1 s of wall time). A robot whose clock stands still gets _SETTLE_WALL_CAP_S."""
-        state, start = self._read()
+        start = self.clock_s()
         wall_cap = time.monotonic() + max(_SETTLE_WALL_CAP_S, timeout_s)
         while True:
             state, clock = self._read()
