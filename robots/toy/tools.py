@@ -28,6 +28,8 @@ def move_to(x_m: Metres, y_m: Metres, z_m: Height = 0.1, *, ctx: ToolContext[Toy
         z_m: Target fingertip height in metres (0 to 0.3).
     """
     world = ctx.robot
+    # The video shows where each motion began, also one cancelled before its first step.
+    ctx.record_frame(world.render_top())
     ctx.report("moving", f"to ({x_m:.3f}, {y_m:.3f}, {z_m:.3f}) m")  # what the dashboard's timeline row shows
     reached = world.move_to(
         (x_m, y_m, z_m),

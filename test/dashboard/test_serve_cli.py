@@ -40,11 +40,12 @@ def test_ctrl_c_aborts_the_running_task_keeps_its_record_and_exits_130(tmp_path:
         url = line.split(": ", 1)[1].strip()
         with httpx.Client(base_url=url, timeout=10) as client:
             assert client.post("/api/tasks", json={"fields": {}}).status_code == 201
-            # Wait on the event stream for the slow first motion to start.
+            # Wait on the event stream for the slow first motion to be under way (its "moving" stage comes after
+            # the frame of where it began, so the episode has a picture to keep).
             with client.stream("GET", "/api/events") as events:
                 lines = events.iter_lines()
                 for event_line in lines:
-                    if event_line == "event: tool_started" and '"move_to"' in next(lines):
+                    if event_line == "event: tool_stage" and '"move_to"' in next(lines):
                         break
         process.send_signal(signal.SIGINT)
         assert process.wait(60) == 130  # README: 130 means interrupted (Ctrl-C)
