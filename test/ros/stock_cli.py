@@ -58,8 +58,28 @@ class SendGoal(OutputLines):
             raise AssertionError(f"still running {timeout_s} s after Ctrl-C:\n{self.output}") from None
 
     def _press(self) -> None:
+        # ros2cli's Ctrl-C handler spins the node again from inside the signal handler; a signal that lands
+        # while the CLI runs one of its action client's callbacks (printing a feedback message) leaves that
+        # spin waiting for ever on the callback group the interrupted callback holds, with the cancel sent
+        # (docs/ros.md). The CLI spends almost all its time asleep in its wait for the next message, so a
+        # person's press lands there; so do the tests', rather than at whatever moment their reader thread
+        # wakes, which follows the CLI's own prints.
+        self._until_asleep(2.0)
         self.pressed_at, self.pressed_perf = time.time(), time.perf_counter()
         os.kill(self.proc.pid, signal.SIGINT)
+
+    def _until_asleep(self, timeout_s: float) -> None:
+        """Until the CLI's main thread sleeps (state S in /proc), at most `timeout_s`."""
+        stat = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/stat")
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                state = stat.read_text().rsplit(")", 1)[1].split()[0]
+            except (OSError, IndexError):
+                return  # gone: the press is moot
+            if state == "S":
+                return
+            time.sleep(0.001)  # polls a process on this machine's other core; a busy loop would slow the CLI
 
     def result(self) -> dict:
         """The tool's action_result, from the CallTool result's result_json as the CLI printed it."""
