@@ -41,8 +41,10 @@ def test_a_unique_component_is_not_started_with_the_session_but_fresh_for_each_t
         assert "world" not in session._shared_kwargs  # selection=[]: the session starts nothing
         for n in (1, 2):
             session.start_task({})
-            state = session.sink.wait_for(lambda s, n=n: ended(s) and s["task"]["id"] == f"task-00{n}", 30)
-            assert state is not None and state["task"]["solved"] is True  # a fresh world each time
+            # A hang guard, not a speed bound (ci22: task-002 had not begun planning 30 s after task-001 ended).
+            state = session.sink.wait_for(lambda s, n=n: ended(s) and s["task"]["id"] == f"task-00{n}", 80)
+            assert state is not None, session.snapshot()["task"]
+            assert state["task"]["solved"] is True  # a fresh world each time
     finally:
         session.stop()
 
