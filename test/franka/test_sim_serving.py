@@ -36,3 +36,22 @@ def test_a_built_simulator_takes_no_client_until_it_is_served_and_its_cameras_re
             if part is not None:
                 part.close()
         sim.close()
+
+
+def test_a_simulator_that_stops_stepping_says_why(caplog):
+    """Its clients only see their states stop (libfranka: UDP receive: Timeout, every arm at once); the
+    simulator's log names the failure (ci25: MuJoCo's 'simulation is unstable' and then nothing)."""
+    host = free_sim_hosts(120, 130)[0]
+    sim = FrankaSim(SimScene(), hostnames=[host]).serve()
+    try:
+        def broken() -> None:
+            raise FloatingPointError("qacc is not finite")
+
+        sim._sim.step = broken
+        with pytest.raises(TimeoutError, match="qacc is not finite"):  # wait_until names the fault
+            sim.wait_until(sim.time_s + 1.0, wall_timeout_s=30)
+        failures = [r for r in caplog.records if r.name == "robots.franka.sim.simulator" and r.levelname == "ERROR"]
+        assert len(failures) == 1 and "stopped stepping" in failures[0].getMessage(), caplog.text
+        assert "qacc is not finite" in caplog.text  # with its traceback
+    finally:
+        sim.close()

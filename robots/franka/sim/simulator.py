@@ -12,6 +12,7 @@ Run standalone (e.g. to test a client against a separate process):
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import signal
 import sys
@@ -32,6 +33,8 @@ from franky_sim.franka_server import BaseCommand
 from robots.franka.sim.lockstep import LockstepRobotServer, wait_for_answers
 from robots.franka.sim.world import WorldPart, build_world, mujoco_camera_pose
 from rpent.runtime.arm import RuntimeFault
+
+log = logging.getLogger(__name__)
 
 Vec3 = tuple[float, float, float]
 
@@ -256,6 +259,10 @@ class FrankaSim:
                     else:
                         next_tick = time.perf_counter()  # behind (slow machine): do not try to catch up
         except BaseException as exc:  # surfaced through `fault`; clients see a network timeout
+            # Said first (a waiter that sees `fault` finds it logged): every client only sees its states
+            # stop (libfranka: UDP receive: Timeout), every arm at once.
+            log.exception("franky-sim stopped stepping at t=%.3f s; every arm's client will lose its connection",
+                          float(self._sim.data.time))
             self.fault = exc
 
     # --- reading the world ---------------------------------------------------------------------
