@@ -10,6 +10,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import yaml
 from output_lines import OutputLines
 
 
@@ -81,13 +82,18 @@ class SendGoal(OutputLines):
                 return
             time.sleep(0.001)  # polls a process on this machine's other core; a busy loop would slow the CLI
 
-    def result(self) -> dict:
-        """The tool's action_result, from the CallTool result's result_json as the CLI printed it."""
+    def printed_result(self) -> dict:
+        """The CallTool result as the CLI printed it (YAML between "Result:" and the goal's status). A goal
+        is judged on this, not on its last feedback: rclpy's client drops feedback that arrives before it
+        handled the goal's response, which a CLI starved of CPU does for a goal refused at once."""
         output = self.output
-        marker = "result_json: '"
-        start = output.rindex(marker) + len(marker)
-        end = output.index("'\n", start)
-        return json.loads(output[start:end].replace("''", "'"))["action_result"]
+        start = output.rindex("Result:\n") + len("Result:\n")
+        end = output.index("Goal finished with status:", start)
+        return yaml.safe_load(output[start:end].lstrip())  # ros2cli indents only the first line
+
+    def result(self) -> dict:
+        """The tool's action_result, from the CallTool result's result_json."""
+        return json.loads(self.printed_result()["result_json"])["action_result"]
 
     def kill(self) -> None:
         if self.proc.poll() is None:
