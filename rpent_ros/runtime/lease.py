@@ -14,6 +14,14 @@ is a goal like any other and queued behind them). It takes every renewal that ha
 judges, so a process whose threads were held up (a loaded machine) does not count renewals that came
 meanwhile as missing. The message is action_msgs/GoalInfo: the goal's id, and a stamp that is zero
 for a release.
+
+The lease runs on the robot's clock where the served runtime has one (an arm's `clock_s`: franky's
+state time): what a lapse bounds is how far the arm moves unsupervised, and the arm moves in the
+robot's time. On a real arm that is real time; franky-sim's runs slower on a loaded machine, where
+the same starved threads that delay a renewal delay the simulation too (a pick beside two busy loops
+lapsed after "none for 0.24 s" of the wall clock, a shorter silence on the robot's). Whatever the
+robot's clock reads, a lease lapses after WALL_CEILING_S of this machine's; where the clock cannot be
+read (the link is lost), after LEASE_S of this machine's.
 """
 
 from __future__ import annotations
@@ -32,6 +40,8 @@ log = logging.getLogger(__name__)
 
 #: A leased call stops when its caller renewed nothing for this long.
 LEASE_S = 0.2
+#: ... and whatever the robot's clock reads, after this long on this machine's (a clock that stalled).
+WALL_CEILING_S = 2.0
 #: How often a waiting caller renews: four renewals per lease, so one lost on the way costs nothing.
 RENEW_S = 0.05
 #: The calls that stream motion: they run only under a lease.
@@ -67,12 +77,16 @@ class LeaseRenewer:
 
 class LeaseWatch:
     """The serving side, for one RuntimeCall server: `on_lapse(key, why)` once for each watched goal whose
-    lease ran out or was released, from a thread that does not wait for the serving node's executor."""
+    lease ran out or was released, from a thread that does not wait for the serving node's executor.
+    `clock` reads the robot's clock in seconds (None, or an exception, when it has none or cannot be read)."""
 
-    def __init__(self, node: Node, action_name: str, on_lapse: Callable[[bytes, str], None]) -> None:
+    def __init__(self, node: Node, action_name: str, on_lapse: Callable[[bytes, str], None],
+                 clock: Callable[[], float | None] | None = None) -> None:
         self._on_lapse = on_lapse
+        self._clock = clock
         self._lock = threading.Lock()
-        self._renewed: dict[bytes, float] = {}  # watched goal -> when it was last renewed (monotonic)
+        # watched goal -> when it was last renewed: (this machine's monotonic clock, the robot's clock or None)
+        self._renewed: dict[bytes, tuple[float, float | None]] = {}
         self._released: set[bytes] = set()
         self._node = Node(f"{node.get_name()}_lease", namespace=node.get_namespace(), context=node.context,
                           start_parameter_services=False)
@@ -85,8 +99,9 @@ class LeaseWatch:
 
     def watch(self, key: bytes) -> None:
         """A leased goal starts: it has LEASE_S for its first renewal."""
+        at = self._now()
         with self._lock:
-            self._renewed[key] = time.monotonic()
+            self._renewed[key] = at
 
     def forget(self, key: bytes) -> None:
         with self._lock:
@@ -95,13 +110,15 @@ class LeaseWatch:
 
     def _renewal(self, message: GoalInfo) -> None:
         key = bytes(message.goal_id.uuid)
+        released = message.stamp.sec == 0 and message.stamp.nanosec == 0
+        at = None if released else self._now()
         with self._lock:
             if key not in self._renewed:
                 return  # not (or no longer) running here
-            if message.stamp.sec == 0 and message.stamp.nanosec == 0:
+            if at is None:
                 self._released.add(key)
             else:
-                self._renewed[key] = time.monotonic()
+                self._renewed[key] = at
         if key in self._released:
             self._lapse(key, "released by its caller")
 
@@ -118,20 +135,46 @@ class LeaseWatch:
                 if not self._node.context.ok():
                     return  # the process is shutting down
                 raise
-            for key, silent_s in lapsed:
-                self._lapse(key, f"its caller renewed its lease for {LEASE_S} s no more (none for {silent_s:.2f} s)")
+            for key, silence in lapsed:
+                self._lapse(key, f"its caller renewed its lease for {LEASE_S} s no more (none for {silence})")
+
+    def _now(self) -> tuple[float, float | None]:
+        robot = None
+        if self._clock is not None:
+            try:
+                robot = self._clock()
+            except Exception:
+                robot = None  # unreadable (a lost link): this machine's clock judges
+        return time.monotonic(), robot
+
+    @staticmethod
+    def _left(at: tuple[float, float | None], now: tuple[float, float | None]) -> tuple[float, str]:
+        """How long the lease renewed at `at` has left at `now` (negative: lapsed), and the silence in words."""
+        wall_s = now[0] - at[0]
+        if at[1] is None or now[1] is None:
+            return LEASE_S - wall_s, f"{wall_s:.2f} s"
+        robot_s = now[1] - at[1]
+        return (min(LEASE_S - robot_s, WALL_CEILING_S - wall_s),
+                f"{robot_s:.2f} s of the robot's clock, {wall_s:.2f} s of this machine's")
 
     def _sleep_s(self) -> float:
+        # The robot's clock runs at most as fast as this machine's: sleeping what is left of a lease on this
+        # machine's clock never sleeps past its end.
         with self._lock:
-            earliest = min(self._renewed.values(), default=None)
-        if earliest is None:
+            renewed = list(self._renewed.values())
+        if not renewed:
             return _IDLE_S
-        return min(_IDLE_S, max(0.0, earliest + LEASE_S - time.monotonic()) + _PAST_S)
+        now = self._now()
+        left = min(self._left(at, now)[0] for at in renewed)
+        return min(_IDLE_S, max(0.0, left) + _PAST_S)
 
-    def _lapsed(self) -> list[tuple[bytes, float]]:
-        now = time.monotonic()
+    def _lapsed(self) -> list[tuple[bytes, str]]:
         with self._lock:
-            return [(key, now - at) for key, at in self._renewed.items() if now - at > LEASE_S]
+            renewed = list(self._renewed.items())
+        if not renewed:
+            return []
+        now = self._now()
+        return [(key, silence) for key, at in renewed for left, silence in [self._left(at, now)] if left < 0]
 
     def _lapse(self, key: bytes, why: str) -> None:
         with self._lock:

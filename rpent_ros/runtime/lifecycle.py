@@ -106,6 +106,12 @@ class ManagedRuntime:
         read = getattr(target, "health", None)
         return read() if callable(read) else None
 
+    def clock_s(self) -> float | None:
+        """The runtime's own clock (an arm's: the robot's, FrankyArm.clock_s), None if it has none or
+        nothing is connected; not a command. The leases on streamed calls run on it."""
+        read = getattr(self.target, "clock_s", None)
+        return read() if callable(read) else None
+
     def __getattr__(self, method: str) -> Callable[..., Any]:
         if method.startswith("_"):
             raise AttributeError(method)

@@ -48,7 +48,9 @@ class RuntimeServer:
         self._cancel_events: dict[bytes, threading.Event] = {}
         self._lapsed: dict[bytes, str] = {}  # leased goals stopped because their lease lapsed, and why
         self._lock = threading.Lock()
-        self._lease = (LeaseWatch(node, f"{node.get_fully_qualified_name()}/{name}/call", self._lapse)
+        # A lease runs on the target's clock where it has one (an arm's: the robot's, rpent_ros.runtime.lease).
+        self._lease = (LeaseWatch(node, f"{node.get_fully_qualified_name()}/{name}/call", self._lapse,
+                                  clock=getattr(target, "clock_s", None))
                        if methods & LEASED_METHODS else None)
         self.server = ActionServer(
             node, RuntimeCall, f"~/{name}/call",

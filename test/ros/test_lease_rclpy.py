@@ -60,11 +60,23 @@ class Streaming:
         self._stop.set()
 
 
-@pytest.fixture
-def streamer(ros):
+class StreamingWithClock(Streaming):
+    """... on a robot whose clock the test sets (franky-sim's on a loaded machine runs slower than real
+    time, or stalls); None reads as a clock that cannot be read (a lost link)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.robot_s: float | None = 0.0
+
+    def clock_s(self) -> float:
+        if self.robot_s is None:
+            raise RuntimeError("lost connection to the robot")
+        return self.robot_s
+
+
+def serve(ros, target: Streaming):
     """(the target, a RuntimeProxy to it): the serving node spun by two threads of its own."""
     ros(Node("lease_rclpy_context_holder"))  # rclpy initialised by the `ros` fixture
-    target = Streaming()
     node = RuntimeNode("streamer")
     node.serve("arm", target, frozenset({"run_joint_steps", "hold", "stop"}))
     spin = BackgroundSpin(MultiThreadedExecutor(num_threads=2))
@@ -78,6 +90,16 @@ def streamer(ros):
         node.shutdown()
         spin.stop()
         node.destroy_node()
+
+
+@pytest.fixture
+def streamer(ros):
+    yield from serve(ros, Streaming())
+
+
+@pytest.fixture
+def streamer_with_clock(ros):
+    yield from serve(ros, StreamingWithClock())
 
 
 def start_streaming(proxy: RuntimeProxy, cancel: threading.Event) -> tuple[threading.Thread, dict[str, Any]]:
@@ -115,6 +137,57 @@ def test_a_call_whose_caller_stops_renewing_is_stopped_within_the_lease(streamer
     print(f"\nstopped {lapsed_after * 1000:.0f} ms after the last renewal (lease {lease.LEASE_S * 1000:.0f} ms)")
     assert lease.LEASE_S <= lapsed_after < lease.LEASE_S + 0.1, lapsed_after
     assert isinstance(outcome.get("error"), RemoteRuntimeError) and "renewed its lease" in str(outcome["error"]), outcome
+
+
+def freeze_caller(monkeypatch) -> list[float]:
+    """The caller freezes (SIGSTOP, a hung thread) after its next renewal; the list gets its time."""
+    renewals: list[float] = []
+    renew = lease.LeaseRenewer.renew
+
+    def frozen(self, goal_id):
+        if not renewals:
+            renewals.append(time.monotonic())
+            renew(self, goal_id)
+
+    monkeypatch.setattr(lease.LeaseRenewer, "renew", frozen)
+    return renewals
+
+
+def test_a_lease_runs_on_the_robot_s_clock_where_the_runtime_has_one(streamer_with_clock, monkeypatch):
+    """What a lapse bounds is how far the arm moves unsupervised, and it moves in the robot's time: a caller
+    starved on a loaded machine, where franky-sim's clock slows as well, keeps its lease for LEASE_S of
+    the robot's clock."""
+    target, proxy = streamer_with_clock
+    thread, outcome = start_streaming(proxy, threading.Event())
+    assert target.started.wait(30)
+    renewals = freeze_caller(monkeypatch)
+    wait_until(lambda: renewals, 10, "the caller's last renewal")
+    # The robot's clock stands still for twice the lease of this machine's: the call goes on.
+    assert not thread.join(2 * lease.LEASE_S) and target.stopped_at is None
+    advanced = time.monotonic()
+    target.robot_s += 1.5 * lease.LEASE_S
+    wait_until(lambda: target.stopped_at is not None, 10, "the call stopped")
+    print(f"\nstopped {(target.stopped_at - advanced) * 1000:.0f} ms after the robot's clock passed the lease")
+    thread.join(10)
+    assert "of the robot's clock" in str(outcome.get("error")), outcome
+
+
+def test_a_lease_lapses_on_this_machine_s_clock_when_the_robot_s_stalls_or_cannot_be_read(streamer_with_clock,
+                                                                                          monkeypatch):
+    target, proxy = streamer_with_clock
+    for robot_s, bound_s in ((0.0, lease.WALL_CEILING_S), (None, lease.LEASE_S)):  # stalled, then unreadable
+        target.robot_s, target.stopped_at = robot_s, None
+        target.started.clear()
+        monkeypatch.undo()
+        thread, outcome = start_streaming(proxy, threading.Event())
+        assert target.started.wait(30)
+        renewals = freeze_caller(monkeypatch)
+        wait_until(lambda: target.stopped_at is not None, 10, "the call stopped")
+        thread.join(10)
+        lapsed_after = target.stopped_at - renewals[0]
+        print(f"\nrobot's clock {robot_s}: stopped {lapsed_after * 1000:.0f} ms after the last renewal")
+        assert lapsed_after >= bound_s, (robot_s, lapsed_after)
+        assert isinstance(outcome.get("error"), RemoteRuntimeError) and "renewed its lease" in str(outcome["error"])
 
 
 def test_a_cancelled_call_is_stopped_within_a_control_period_while_the_node_s_executor_is_busy(streamer):
