@@ -4,7 +4,10 @@ to time out (libfranka: UDP receive: Timeout), which lost the arms of a ROS laun
 
 from __future__ import annotations
 
+import logging
 import socket
+import threading
+import time
 
 import pytest
 from sim_process import free_sim_hosts
@@ -55,3 +58,41 @@ def test_a_simulator_that_stops_stepping_says_why(caplog):
         assert "qacc is not finite" in caplog.text  # with its traceback
     finally:
         sim.close()
+
+
+def test_a_simulator_that_stalls_says_where_its_stepping_thread_waits(caplog):
+    """Its clients give up after 1 s without a state, every arm at once (a busy-loop launch run lost all four
+    clients with nothing in the simulator's log): a stall of STALL_S is logged with the stepping thread's stack
+    and the clients' lockstep state, and its end too."""
+    host = free_sim_hosts(120, 130)[0]
+    sim = FrankaSim(SimScene(), hostnames=[host]).serve()
+    released = threading.Event()
+    step = sim._sim.step
+    try:
+        def held_up_step() -> None:  # a step that waits for the test: where the stack must point
+            released.wait(30)
+            step()
+
+        sim._sim.step = held_up_step
+
+        def logged(text: str) -> list[logging.LogRecord]:
+            return [r for r in caplog.records if r.name == "robots.franka.sim.stall_watch" and text in r.getMessage()]
+
+        wait_until(lambda: logged("has not stepped"), 10, "the stall logged")
+        stall = logged("has not stepped")[0].getMessage()
+        assert "in held_up_step" in stall and "released.wait(30)" in stall, stall
+        assert f"{host}: no client" in stall and "lockstep on" in stall, stall
+        sim._sim.step = step
+        released.set()
+        wait_until(lambda: logged("stepped again"), 10, "the stall's end logged")
+        assert len(logged("has not stepped")) == 1
+    finally:
+        released.set()
+        sim.close()
+
+
+def wait_until(condition, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"{what}: not within {timeout_s} s"
+        time.sleep(0.01)  # polls a log the watch thread writes

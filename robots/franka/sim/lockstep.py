@@ -141,6 +141,15 @@ class LockstepRobotServer(FrankaRobotServer):
                     "without waiting for it until it answers again", self.hostname, patience_s)
         return False
 
+    def describe(self) -> str:
+        """This arm's client as the clock sees it, in words (a stalled simulation's log)."""
+        if not self.udp_connected:
+            return f"{self.hostname}: no client"
+        motion = f"in motion {self.current_motion_id}" if self.current_motion_id else "idle"
+        waiting = " (given up on)" if self._given_up else ""
+        return (f"{self.hostname}: {motion}, answered state {self.answered_id} of {self._last_sent_id} sent{waiting}, "
+                f"left behind {self.left_behind} times")
+
     def sockets(self) -> list[socket.socket]:
         """What the client's next answer or command arrives on (UDP commands, TCP requests such as a stop)."""
         return [s for s in (self._FrankaServer__udp_socket, self._FrankaServer__tcp_socket) if s is not None]

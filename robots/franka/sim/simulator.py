@@ -31,6 +31,7 @@ from franky_sim.franka_gripper_protocol import GripperCommandStatus
 from franky_sim.franka_server import BaseCommand
 
 from robots.franka.sim.lockstep import LockstepRobotServer, wait_for_answers
+from robots.franka.sim.stall_watch import StallWatch
 from robots.franka.sim.world import WorldPart, build_world, mujoco_camera_pose
 from rpent.runtime.arm import RuntimeFault
 
@@ -182,7 +183,9 @@ class FrankaSim:
         self._sim: Any = None
         self._server: Any = None
         self._thread: threading.Thread | None = None
+        self._stall_watch: StallWatch | None = None
         self._running = False
+        self.steps = 0  # physics steps taken (the stall watch reads it)
         self.hosts: list[str] = []
         self.fault: BaseException | None = None
 
@@ -224,6 +227,7 @@ class FrankaSim:
         self._running = True
         self._thread = threading.Thread(target=self._loop, name="franky-sim", daemon=True)
         self._thread.start()
+        self._stall_watch = StallWatch(self._thread, lambda: self.steps, lambda: self._running, self._describe)
         return self
 
     def _loop(self) -> None:
@@ -247,6 +251,7 @@ class FrankaSim:
                             server.process_commands()
                 with self.lock:
                     self._sim.step()
+                    self.steps += 1
                     for server in servers:
                         server.send_state()
                     self._ticked.notify_all()
@@ -264,6 +269,12 @@ class FrankaSim:
             log.exception("franky-sim stopped stepping at t=%.3f s; every arm's client will lose its connection",
                           float(self._sim.data.time))
             self.fault = exc
+
+    def _describe(self) -> str:
+        """What a stalled simulation's log says beside the stepping thread's stack."""
+        servers = self._server.robot_servers if self._server is not None else []
+        return (f"t={float(self._sim.data.time):.3f} s, lockstep {'on' if self.lockstep else 'off'}, lock "
+                f"{'held' if self.lock.locked() else 'free'}; " + "; ".join(server.describe() for server in servers))
 
     # --- reading the world ---------------------------------------------------------------------
     @property
@@ -376,6 +387,8 @@ class FrankaSim:
     # --- lifecycle ---------------------------------------------------------------------------
     def close(self) -> None:
         self._running = False
+        if self._stall_watch is not None:
+            self._stall_watch.close()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=5.0)
         if self._server is not None:
