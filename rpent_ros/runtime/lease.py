@@ -176,7 +176,12 @@ class LeaseWatch:
         if not renewed:
             return []
         now = self._now()
-        return [(key, silence) for key, at in renewed for left, silence in [self._left(at, now)] if left < 0]
+        lapsed = []
+        for key, at in renewed:
+            left, silence = self._left(at, now)
+            if left < 0:
+                lapsed.append((key, silence))
+        return lapsed
 
     def _lapse(self, key: bytes, why: str) -> None:
         with self._lock:

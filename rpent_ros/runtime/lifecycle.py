@@ -102,14 +102,15 @@ class ManagedRuntime:
 
     def health(self) -> dict[str, Any] | None:
         """The runtime's own health readings (FrankyArm.health, ...), if it has any; not a command."""
-        target = self.target
-        read = getattr(target, "health", None)
-        return read() if callable(read) else None
+        return self._reading("health")
 
     def clock_s(self) -> float | None:
         """The runtime's own clock (an arm's: the robot's, FrankyArm.clock_s), None if it has none or
         nothing is connected; not a command. The leases on streamed calls run on it."""
-        read = getattr(self.target, "clock_s", None)
+        return self._reading("clock_s")
+
+    def _reading(self, name: str) -> Any:
+        read = getattr(self.target, name, None)
         return read() if callable(read) else None
 
     def __getattr__(self, method: str) -> Callable[..., Any]:

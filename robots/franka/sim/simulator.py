@@ -227,7 +227,7 @@ class FrankaSim:
         self._running = True
         self._thread = threading.Thread(target=self._loop, name="franky-sim", daemon=True)
         self._thread.start()
-        self._stall_watch = StallWatch(self._thread, lambda: self.steps, lambda: self._running, self._describe)
+        self._stall_watch = StallWatch(self._thread, lambda: self.steps, self._describe)
         return self
 
     def _loop(self) -> None:
@@ -271,7 +271,8 @@ class FrankaSim:
             self.fault = exc
 
     def _describe(self) -> str:
-        """What a stalled simulation's log says beside the stepping thread's stack."""
+        """What a stalled simulation's log says beside the stepping thread's stack. Read without the lock
+        (`time_s` takes it): a stall may be the lock's."""
         servers = self._server.robot_servers if self._server is not None else []
         return (f"t={float(self._sim.data.time):.3f} s, lockstep {'on' if self.lockstep else 'off'}, lock "
                 f"{'held' if self.lock.locked() else 'free'}; " + "; ".join(server.describe() for server in servers))

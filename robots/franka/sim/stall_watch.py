@@ -25,23 +25,22 @@ STALL_S = 0.25
 
 
 class StallWatch:
-    """Watches `steps()` (a count the stepping thread `stepper` raises with each step) while `running()`."""
+    """Watches `steps()`, a count the stepping thread `stepper` raises with each step, while that thread lives
+    (one that failed has said so itself) and until `close()`."""
 
-    def __init__(self, stepper: threading.Thread, steps: Callable[[], int], running: Callable[[], bool],
-                 describe: Callable[[], str], after_s: float = STALL_S) -> None:
+    def __init__(self, stepper: threading.Thread, steps: Callable[[], int], describe: Callable[[], str],
+                 after_s: float = STALL_S) -> None:
         self._stepper = stepper
         self._steps = steps
-        self._running = running
         self._describe = describe
         self._after_s = after_s
         self._closed = threading.Event()
-        self.stalls = 0  # stalls logged
         self._thread = threading.Thread(target=self._watch, name="franky-sim-stall-watch", daemon=True)
         self._thread.start()
 
     def _watch(self) -> None:
         seen, since, stalled = self._steps(), time.monotonic(), False
-        while not self._closed.wait(self._after_s / 2) and self._running():
+        while not self._closed.wait(self._after_s / 2) and self._stepper.is_alive():
             count, now = self._steps(), time.monotonic()
             if count != seen:
                 if stalled:
@@ -49,7 +48,6 @@ class StallWatch:
                 seen, since, stalled = count, now, False
             elif not stalled and now - since >= self._after_s:
                 stalled = True
-                self.stalls += 1
                 log.warning("franky-sim has not stepped for %.2f s (its clients give up after 1 s: libfranka: UDP "
                             "receive: Timeout); %s; the stepping thread is at:\n%s",
                             now - since, self._describe(), self._stack())
