@@ -1,9 +1,9 @@
 """The CallTool goals of a toolkit node: an action server per tool and one for any tool, each goal's
 call in the toolkit's scheduler, its cancel, its feedback and its final status (rpent_ros/toolkit/goal_status.py).
 
-No executor thread waits for a call. A goal is submitted to the toolkit the moment it is accepted, so
-the toolkit's queue order is the acceptance order, and its result is sent from the call's done
-callback, when there is nothing left to wait for. Queued and running goals hold only their entry
+No executor thread waits for a call. A goal is submitted to the toolkit the moment it is accepted, and
+goal requests are accepted one at a time in the order they arrived, so the toolkit's queue order is the
+order a client sent them in, and its result is sent from the call's done callback, when there is nothing left to wait for. Queued and running goals hold only their entry
 here, so cancels, services and new goals are always served. On the status topic a goal is ACCEPTED
 while its call waits in the queue and EXECUTING from the moment the call runs until it ends
 (rpent_ros/toolkit/goal_handles.py), as every stock client (rclpy, `ros2 action send_goal` and its Ctrl-C,
@@ -22,7 +22,7 @@ from typing import Any
 from geometry_msgs.msg import PoseStamped
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from sensor_msgs.msg import CompressedImage
 
@@ -123,7 +123,12 @@ class ToolkitGoals:
         self._goals: dict[bytes, _Goal] = {}
         self._holding = 0  # goals accepted and not yet finished
         self._lock = threading.Lock()
-        group = ReentrantCallbackGroup()
+        # One goal, cancel or result request handled at a time, in the order they were taken: rclpy hands
+        # each request to an executor thread of its own, and in a reentrant group the thread of a goal sent
+        # second could submit its call first (a CI run: two move_to goals sent back to back ran in reverse).
+        # Nothing here waits: a call runs in the toolkit's scheduler and `_execute`, an executor task
+        # outside any group, only awaits its result; a cancel waits for the toolkit's stop hooks alone.
+        group = MutuallyExclusiveCallbackGroup()
         # Room for a burst past max_goals too: goals beyond it must arrive to be refused.
         qos = call_tool_server_qos(max(max_goals, MAX_GOALS))
         self.servers = [self._server("~/call_tool", None, group, qos)]
@@ -132,7 +137,7 @@ class ToolkitGoals:
         self._ticker = node.create_timer(1.0 / TICK_HZ, self._tick, callback_group=MutuallyExclusiveCallbackGroup())
         self._pose_failed = False
 
-    def _server(self, name: str, served: str | None, group: ReentrantCallbackGroup, qos: dict[str, Any]) -> ActionServer:
+    def _server(self, name: str, served: str | None, group: MutuallyExclusiveCallbackGroup, qos: dict[str, Any]) -> ActionServer:
         return ActionServer(
             self.node, CallTool, name,
             execute_callback=self._execute,
@@ -162,7 +167,7 @@ class ToolkitGoals:
 
     def _accepted(self, served: str | None, handle: ServerGoalHandle) -> None:
         goal = _Goal(handle)
-        with self._lock:  # registered before the call exists: a cancel from now on finds it
+        with self._lock:  # registered before the call exists: a call refused in submit() ends its goal at once
             self._goals[bytes(handle.goal_id.uuid)] = goal
         try:
             parsed = parse_goal(handle.request.tool, handle.request.arguments_json, served_tool=served)
@@ -174,15 +179,9 @@ class ToolkitGoals:
             log.exception("goal for %r could not be submitted", handle.request.tool)
             self._finish(goal, ToolResult(error=f"internal error: {describe_exception(exc)}"))
             return
-        with goal.lock:
-            pending = goal.cancel is CancelResponse.ACCEPT  # cancelled while submit() ran
-            if not pending:
-                goal.call = call
-        if pending:
-            reached = call.cancel(CANCEL_REASON)
-            with goal.lock:
-                goal.cancel_reached, goal.call = reached, call
-        if call.done():  # finished before it was attached (refused, or dropped by the cancel just applied)
+        with goal.lock:  # no cancel of it can have come yet: cancels wait for this callback (see the group)
+            goal.call = call
+        if call.done():  # finished before it was attached (refused)
             self._finish(goal, call.result())
 
     def _on_stage(self, goal: _Goal, stage: str, message: str, progress: float | None) -> None:
@@ -260,11 +259,10 @@ class ToolkitGoals:
         if goal is None:
             return CancelResponse.REJECT
         with goal.lock:
-            if goal.result is not None or goal.cancel is not None:
-                return CancelResponse.REJECT  # over already, or a cancel of it is being answered
-            if goal.call is None:
-                goal.cancel = CancelResponse.ACCEPT  # _accepted applies it as soon as the call exists
-                return CancelResponse.ACCEPT
+            # Over already, or a cancel of it is being answered. (Its call exists: `_accepted` ran to its end
+            # before this callback could start, in the servers' one group.)
+            if goal.result is not None or goal.cancel is not None or goal.call is None:
+                return CancelResponse.REJECT
             goal.cancel, call = _APPLYING, goal.call
         reached = call.cancel(CANCEL_REASON)  # a queued call is dropped, a running one stopped
         answer = CancelResponse.ACCEPT if reached else CancelResponse.REJECT

@@ -146,6 +146,33 @@ def test_every_feedback_of_a_running_goal_sees_executing_and_a_queued_one_accept
         client.close()
 
 
+def test_exclusive_goals_sent_one_after_the_other_run_in_the_order_sent_when_the_first_is_accepted_late(ros, tmp_path):
+    # A CI run: two move_to goals sent back to back, and the second ran first. rclpy hands each goal request to
+    # an executor thread of its own; the first one's thread, starved of the CPU, submitted its call after the
+    # second's. Here the first goal's submission takes 0.5 s, as that thread's did.
+    node = toy_toolkit(ros, tmp_path, speed=0.5)
+    second = {"x_m": 0.3, "y_m": 0.3}
+    submit = node.toolkit.submit
+
+    def starved(tool, arguments, **kwargs):
+        if arguments == FAR:
+            time.sleep(0.5)  # the thread that accepted the first goal gets no CPU for 0.5 s
+        return submit(tool, arguments, **kwargs)
+
+    node.toolkit.submit = starved
+    client = PlainClient("/toolkit/call_tool")
+    try:
+        client.send("first", FAR)
+        client.send("second", second)
+        client.spin()
+        results = client.result("first"), client.result("second")
+        assert [STATUS[r.status] for r in results] == ["SUCCEEDED", "SUCCEEDED"]
+        steps = [s for s in read_steps(tmp_path / "node" / "steps.jsonl") if s["tool"] == "move_to"]
+        assert [(s["arguments"]["x_m"], s["arguments"]["y_m"]) for s in steps] == [(0.55, 0.55), (0.3, 0.3)]
+    finally:
+        client.close()
+
+
 class LateClient(ActionClient):
     """rclpy's ActionClient that handles each goal response HOLD_S after taking it, as a client on a loaded
     machine may: the status messages that come meanwhile name a goal it does not know yet, and rclpy drops
