@@ -21,8 +21,16 @@ robot's time. On a real arm that is real time; franky-sim's runs slower on a loa
 the load that delays a renewal slows the simulation too (on the wall clock, a pick beside two busy
 loops lapsed after "none for 0.24 s", its supervisor alive). Whatever the robot's clock reads, a
 lease lapses after WALL_CEILING_S of this machine's; where the clock cannot be read (the link is
-lost), after LEASE_S of this machine's. The vla_client_node's `run` has no robot clock of its own:
-its lease runs on this machine's.
+lost), after LEASE_S of this machine's.
+
+A leased call made while serving a leased call (the vla_client_node's `run` sends the arm node each chunk
+as a `run_joint_steps`) relays its own caller's lease instead of renewing on a timer: the chunk's lease
+is renewed each time a renewal of the `run` arrives, and a chunk starts only once one arrived within
+LEASE_S (nothing moves meanwhile). So the arm's lease, on the robot's clock, judges the whole chain: a
+frozen or dead toolkit, or vla_client_node, stops the arm alike. The `run` has no robot clock of its
+own; its own lease (a server made with `relays=True`) only ends a run whose caller has been silent
+for WALL_CEILING_S (on the wall clock, a toolkit starved of the CPU for 0.22 s on a loaded machine
+ended a pick whose arm, in franky-sim's slowed time, had moved for 0.11 s).
 """
 
 from __future__ import annotations
@@ -30,7 +38,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from action_msgs.msg import GoalInfo
 from rclpy.executors import SingleThreadedExecutor
@@ -57,6 +67,52 @@ _TAKE_AT_ONCE = 50  # renewals taken in one go before the leases are judged (at 
 _QOS = QoSProfile(depth=20, reliability=ReliabilityPolicy.RELIABLE)  # a release must not be lost
 
 
+# When the leased call this thread serves was last renewed (monotonic s; None once it lapsed or ended),
+# for the leased calls it makes in turn (RuntimeServer sets it, RuntimeProxy reads it).
+_serving: ContextVar[Callable[[], float | None] | None] = ContextVar("rpent_serving_lease", default=None)
+
+
+@contextmanager
+def serving(renewed_at: Callable[[], float | None]) -> Iterator[None]:
+    """The calling thread serves a leased call last renewed at `renewed_at()`."""
+    token = _serving.set(renewed_at)
+    try:
+        yield
+    finally:
+        _serving.reset(token)
+
+
+class Relay:
+    """Passes the renewals of the leased call this thread serves on to a leased call it makes."""
+
+    def __init__(self, renewed_at: Callable[[], float | None]) -> None:
+        self._renewed_at = renewed_at
+        self._passed = renewed_at()  # renewals from here on are passed on
+
+    @classmethod
+    def of_this_thread(cls) -> Relay | None:
+        """The relay for a leased call made now, or None if this thread serves no leased call."""
+        renewed_at = _serving.get()
+        return cls(renewed_at) if renewed_at is not None else None
+
+    def supervised(self) -> bool:
+        """Its caller renewed within LEASE_S of this machine's clock: a new streamed call may start."""
+        at = self._renewed_at()
+        return at is not None and time.monotonic() - at < LEASE_S
+
+    def ended(self) -> bool:
+        """The served call's lease lapsed, was released, or the call ended."""
+        return self._renewed_at() is None
+
+    def due(self) -> bool:
+        """A renewal came since the last one passed on (then it counts as passed on)."""
+        at = self._renewed_at()
+        if at is None or at == self._passed:
+            return False
+        self._passed = at
+        return True
+
+
 def lease_topic(action_name: str) -> str:
     """The lease topic of a RuntimeCall action (`/arm_left/left/call` -> `/arm_left/left/call/lease`)."""
     return f"{action_name.rstrip('/')}/lease"
@@ -80,12 +136,15 @@ class LeaseRenewer:
 class LeaseWatch:
     """The serving side, for one RuntimeCall server: `on_lapse(key, why)` once for each watched goal whose
     lease ran out or was released, from a thread that does not wait for the serving node's executor.
-    `clock` reads the robot's clock in seconds (None, or an exception, when it has none or cannot be read)."""
+    `clock` reads the robot's clock in seconds (None, or an exception, when it has none or cannot be read).
+    `relays`: the calls served relay their lease to the streamed calls they make (see the module's doc);
+    their own lease then lapses after WALL_CEILING_S of this machine's clock, and the relayed ones judge."""
 
     def __init__(self, node: Node, action_name: str, on_lapse: Callable[[bytes, str], None],
-                 clock: Callable[[], float | None] | None = None) -> None:
+                 clock: Callable[[], float | None] | None = None, relays: bool = False) -> None:
         self._on_lapse = on_lapse
-        self._clock = clock
+        self._clock = None if relays else clock
+        self._lease_s = WALL_CEILING_S if relays else LEASE_S
         self._lock = threading.Lock()
         # watched goal -> when it was last renewed: (this machine's monotonic clock, the robot's clock or None)
         self._renewed: dict[bytes, tuple[float, float | None]] = {}
@@ -104,6 +163,12 @@ class LeaseWatch:
         at = self._now()
         with self._lock:
             self._renewed[key] = at
+
+    def renewed_at(self, key: bytes) -> float | None:
+        """When the watched goal was last renewed (monotonic s, its start counts), None if it is not watched."""
+        with self._lock:
+            at = self._renewed.get(key)
+        return at[0] if at is not None else None
 
     def forget(self, key: bytes) -> None:
         with self._lock:
@@ -138,7 +203,7 @@ class LeaseWatch:
                     return  # the process is shutting down
                 raise
             for key, silence in lapsed:
-                self._lapse(key, f"its caller renewed its lease for {LEASE_S} s no more (none for {silence})")
+                self._lapse(key, f"its caller renewed its lease for {self._lease_s} s no more (none for {silence})")
 
     def _now(self) -> tuple[float, float | None]:
         robot = None
@@ -149,12 +214,11 @@ class LeaseWatch:
                 robot = None  # unreadable (a lost link): this machine's clock judges
         return time.monotonic(), robot
 
-    @staticmethod
-    def _left(at: tuple[float, float | None], now: tuple[float, float | None]) -> tuple[float, str]:
+    def _left(self, at: tuple[float, float | None], now: tuple[float, float | None]) -> tuple[float, str]:
         """How long the lease renewed at `at` has left at `now` (negative: lapsed), and the silence in words."""
         wall_s = now[0] - at[0]
         if at[1] is None or now[1] is None:
-            return LEASE_S - wall_s, f"{wall_s:.2f} s"
+            return self._lease_s - wall_s, f"{wall_s:.2f} s"
         robot_s = now[1] - at[1]
         return (min(LEASE_S - robot_s, WALL_CEILING_S - wall_s),
                 f"{robot_s:.2f} s of the robot's clock, {wall_s:.2f} s of this machine's")

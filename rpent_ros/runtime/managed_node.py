@@ -36,6 +36,8 @@ class ManagedRuntimeNode(LifecycleNode):
     """Serves one runtime object at `~/<name>/call` as its lifecycle state allows."""
 
     kind = "runtime"  # "arm", "gripper", "camera": the runtime's label is "<kind> <name>"
+    # Its leased calls make leased calls of their own, which relay their lease (rpent_ros.runtime.lease).
+    relays_leases = False
 
     def __init__(self, node_name: str, params: Sequence[Param], methods: frozenset[str], gated: frozenset[str],
                  *, acts: str = "motions", **kwargs: Any) -> None:
@@ -50,7 +52,8 @@ class ManagedRuntimeNode(LifecycleNode):
         self.runtime_name = str(self.params["name"])
         self.managed = ManagedRuntime(f"{self.kind} {self.runtime_name}", self.get_fully_qualified_name(), gated,
                                       acts=acts)
-        self.server = RuntimeServer(self, self.runtime_name, self.managed, methods, ReentrantCallbackGroup())
+        self.server = RuntimeServer(self, self.runtime_name, self.managed, methods, ReentrantCallbackGroup(),
+                                    relays=self.relays_leases)
         self.telemetry_rate = RateMeter()
         self.diagnostics = RuntimeDiagnostics(self, self.managed, self.hardware_id(),
                                               self.params["diagnostics_period_s"], self.telemetry_rate)

@@ -16,7 +16,7 @@ from rpent.runtime.arm import RuntimeFault, TrajectoryFailure
 from rpent_ros.action_client import ThreadSafeActionClient
 from rpent_ros.runtime.codec import decode_result, encode_call
 from rpent_ros.runtime.image_msgs import image_msg_to_rgb
-from rpent_ros.runtime.lease import LEASED_METHODS, RENEW_S, LeaseRenewer
+from rpent_ros.runtime.lease import LEASED_METHODS, RENEW_S, LeaseRenewer, Relay
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,9 @@ class RuntimeProxy:
     A `cancel=` threading.Event argument is not sent: setting it cancels the remote goal, which
     stops the remote runtime at once. Nor is an `on_frame=` callable: it gets each picture the
     remote call sends as feedback (RuntimeServer). A leased call (rpent_ros.runtime.lease) is renewed
-    by the thread that waits for it, and released when it is cancelled.
+    by the thread that waits for it, and released when it is cancelled; made while this thread serves a
+    leased call, it starts only once that call's caller renewed within LEASE_S and is renewed as that
+    caller renews (relayed).
     """
 
     def __init__(self, node: Node, action_name: str, name: str | None = None, timeout_s: float = 120.0) -> None:
@@ -93,6 +95,14 @@ class RuntimeProxy:
 
         goal = RuntimeCall.Goal(method=method, args_json=encode_call(args, kwargs))
         lease = self._leasing() if method in LEASED_METHODS else None
+        relay = Relay.of_this_thread() if lease is not None else None
+        if relay is not None:
+            # Nothing moves while it waits; a caller silent for good ends the served call's lease (WALL_CEILING_S).
+            while not relay.supervised():
+                if relay.ended() or (cancel is not None and cancel.is_set()):
+                    raise RemoteRuntimeError(f"{self.action_name}: {method} not sent: the call it serves ended "
+                                             "while its caller was silent")
+                time.sleep(0.005)
         self._client.send_goal_async(goal, feedback_callback=feedback).add_done_callback(on_goal)
         started = time.monotonic()
         next_check, gone_since, renewed = started + _LIVENESS_PERIOD_S, None, 0.0
@@ -106,7 +116,8 @@ class RuntimeProxy:
                 if lease is not None:  # stops the call at once, past the serving node's executor
                     lease.release(box["handle"].goal_id)
                 box["handle"].cancel_goal_async()
-            elif lease is not None and "handle" in box and not box.get("cancel_sent") and now - renewed >= RENEW_S:
+            elif lease is not None and "handle" in box and not box.get("cancel_sent") and (
+                    relay.due() if relay is not None else now - renewed >= RENEW_S):
                 renewed = now
                 lease.renew(box["handle"].goal_id)
             # A runtime node that went away (Ctrl-C on the launch, a crash) never answers: end the

@@ -26,9 +26,9 @@ class RuntimeNode(Node):
         self.servers: list[RuntimeServer] = []
         self.owned: list[Any] = []
 
-    def serve(self, name: str, target: Any, methods: frozenset[str]) -> None:
+    def serve(self, name: str, target: Any, methods: frozenset[str], relays: bool = False) -> None:
         self.owned.append(target)
-        self.servers.append(RuntimeServer(self, name, target, methods, self.group))
+        self.servers.append(RuntimeServer(self, name, target, methods, self.group, relays=relays))
 
     def every(self, rate_hz: float, callback: Callable[[], None]) -> None:
         every(self, rate_hz, callback)

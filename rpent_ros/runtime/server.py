@@ -6,6 +6,7 @@ from __future__ import annotations
 import inspect
 import logging
 import threading
+from contextlib import nullcontext
 from functools import partial
 from typing import Any
 
@@ -18,7 +19,7 @@ from rclpy.node import Node
 from rpent.action import RuntimeCall
 from rpent_ros.runtime.codec import decode_call, encode_result
 from rpent_ros.runtime.image_msgs import frame_to_image_msg
-from rpent_ros.runtime.lease import LEASED_METHODS, LeaseWatch
+from rpent_ros.runtime.lease import LEASED_METHODS, LeaseWatch, serving
 
 log = logging.getLogger(__name__)
 
@@ -37,10 +38,12 @@ class RuntimeServer:
     target's `stop()` at once, from the cancelling thread. A leased call (rpent_ros.runtime.lease:
     a streamed motion) is stopped the same way when its caller stops renewing it, or releases it.
     A call sent with `on_frame: true` gets an `on_frame(rgb)` that sends each picture as feedback
-    (stage "frame"), e.g. what a policy saw.
+    (stage "frame"), e.g. what a policy saw. `relays`: the leased calls served here make leased calls of
+    their own (a policy's chunks), which relay their lease (rpent_ros.runtime.lease).
     """
 
-    def __init__(self, node: Node, name: str, target: Any, methods: frozenset[str], group: ReentrantCallbackGroup) -> None:
+    def __init__(self, node: Node, name: str, target: Any, methods: frozenset[str], group: ReentrantCallbackGroup,
+                 relays: bool = False) -> None:
         self.node = node
         self.name = name
         self.target = target
@@ -50,7 +53,7 @@ class RuntimeServer:
         self._lock = threading.Lock()
         # A lease runs on the target's clock where it has one (an arm's: the robot's, rpent_ros.runtime.lease).
         self._lease = (LeaseWatch(node, f"{node.get_fully_qualified_name()}/{name}/call", self._lapse,
-                                  clock=getattr(target, "clock_s", None))
+                                  clock=getattr(target, "clock_s", None), relays=relays)
                        if methods & LEASED_METHODS else None)
         self.server = ActionServer(
             node, RuntimeCall, f"~/{name}/call",
@@ -79,7 +82,9 @@ class RuntimeServer:
                 kwargs["cancel"] = cancel
             if kwargs.get("on_frame") is True:
                 kwargs["on_frame"] = partial(self._send_frame, goal_handle)
-            result.result_json = encode_result(function(*args, **kwargs))
+            # The streamed calls a leased call makes in turn renew their leases as its caller renews it.
+            with serving(partial(self._lease.renewed_at, key)) if leased else nullcontext():
+                result.result_json = encode_result(function(*args, **kwargs))
         except Exception as exc:
             result.is_error = True
             result.error = f"{type(exc).__name__}: {exc}"

@@ -139,13 +139,16 @@ def test_a_call_whose_caller_stops_renewing_is_stopped_within_the_lease(streamer
     assert isinstance(outcome.get("error"), RemoteRuntimeError) and "renewed its lease" in str(outcome["error"]), outcome
 
 
-def freeze_caller(monkeypatch) -> list[float]:
-    """The caller freezes (SIGSTOP, a hung thread) after its next renewal; the list gets its time."""
+def freeze_caller(monkeypatch, action: str | None = None) -> list[float]:
+    """The caller (of `action`; of any if None) freezes (SIGSTOP, a hung thread) after its next renewal;
+    the list gets its time."""
     renewals: list[float] = []
     renew = lease.LeaseRenewer.renew
 
     def frozen(self, goal_id):
-        if not renewals:
+        if action is not None and self._publisher.topic_name != lease.lease_topic(action):
+            renew(self, goal_id)
+        elif not renewals:
             renewals.append(time.monotonic())
             renew(self, goal_id)
 
@@ -209,3 +212,102 @@ def test_a_cancelled_call_is_stopped_within_a_control_period_while_the_node_s_ex
     target.released.set()
     thread.join(10)
     assert "result" in outcome or isinstance(outcome.get("error"), RemoteRuntimeError), outcome
+
+
+class Relaying:
+    """A vla_client_node's `run`: once `infer` is set (its inference done), one chunk on the arm."""
+
+    def __init__(self, arm: RuntimeProxy) -> None:
+        self.arm = arm
+        self.infer = threading.Event()
+        self.infer.set()
+
+    def run(self, cancel: threading.Event) -> dict[str, Any]:
+        self.infer.wait(30)
+        return self.arm.call("run_joint_steps", cancel=cancel)
+
+
+@pytest.fixture
+def relayed(ros):
+    """(the arm, the relaying `run`, a RuntimeProxy to that run): caller -> relaying node -> arm node, each
+    node on an executor of its own, as toolkit -> vla_client_node -> arm node."""
+    arm_side = serve(ros, StreamingWithClock())
+    target, _ = next(arm_side)
+    node = RuntimeNode("relaying")
+    relaying = Relaying(RuntimeProxy(node, "/streamer/arm/call", "arm"))
+    node.serve("policy", relaying, frozenset({"run"}), relays=True)
+    spin = BackgroundSpin(MultiThreadedExecutor(num_threads=2))
+    spin.executor.add_node(node)
+    proxy = RuntimeProxy(ros(Node("outer_caller")), "/relaying/policy/call", "policy")
+    proxy.wait_ready(30)
+    relaying.arm.wait_ready(30)
+    try:
+        yield target, relaying, proxy
+    finally:
+        relaying.infer.set()
+        node.shutdown()
+        spin.stop()
+        node.destroy_node()
+        next(arm_side, None)
+
+
+def start_run(proxy: RuntimeProxy, cancel: threading.Event | None = None) -> tuple[threading.Thread, dict[str, Any]]:
+    outcome: dict[str, Any] = {}
+
+    def call() -> None:
+        try:
+            outcome["result"] = proxy.call("run", cancel=cancel or threading.Event())
+        except Exception as exc:
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=call, daemon=True)
+    thread.start()
+    return thread, outcome
+
+
+def test_a_relayed_chunk_stops_on_the_robot_s_clock_when_the_supervisor_of_the_run_freezes(relayed, monkeypatch):
+    """The toolkit -> vla_client_node lease has no robot clock: judged on this machine's, a toolkit starved of the
+    CPU for 0.22 s on a loaded machine ended a pick (twice) whose arm had moved for 0.11 s in franky-sim's slowed
+    time. The vla_client_node renews the chunk's lease on the arm as the toolkit renews its run, so the arm's lease
+    judges the chain on the robot's clock."""
+    target, _, proxy = relayed
+    thread, outcome = start_run(proxy)
+    assert target.started.wait(30)
+    renewals = freeze_caller(monkeypatch, "/relaying/policy/call")  # the toolkit freezes; its vla node runs on
+    wait_until(lambda: renewals, 10, "the supervisor's last renewal")
+    # The robot's clock stands still for twice the lease of this machine's: the arm goes on.
+    assert not thread.join(2 * lease.LEASE_S) and target.stopped_at is None
+    advanced = time.monotonic()
+    target.robot_s += 1.5 * lease.LEASE_S
+    wait_until(lambda: target.stopped_at is not None, 10, "the arm stopped")
+    print(f"\nthe arm stopped {(target.stopped_at - advanced) * 1000:.0f} ms after the robot's clock passed the lease")
+    thread.join(10)
+    assert "of the robot's clock" in str(outcome.get("error")), outcome
+
+
+def test_a_chunk_starts_only_once_the_supervisor_of_the_run_renewed(relayed, monkeypatch):
+    """A supervisor that froze during an inference never sees the arm move again: the next chunk waits for a
+    renewal (the arm at rest meanwhile), and the run ends when its own lease runs out (WALL_CEILING_S)."""
+    target, relaying, proxy = relayed
+    relaying.infer.clear()
+    thread, outcome = start_run(proxy)
+    renewals = freeze_caller(monkeypatch, "/relaying/policy/call")
+    wait_until(lambda: renewals, 10, "the supervisor's last renewal")
+    assert not thread.join(2 * lease.LEASE_S)  # its last renewal is older than a lease now
+    relaying.infer.set()
+    thread.join(lease.WALL_CEILING_S + 10)
+    assert not thread.is_alive() and not target.started.is_set(), outcome
+    assert "renewed its lease" in str(outcome.get("error")), outcome
+
+
+def test_a_relayed_chunk_stops_at_once_when_the_supervisor_of_the_run_cancels(relayed):
+    target, _, proxy = relayed
+    cancel = threading.Event()
+    thread, outcome = start_run(proxy, cancel)
+    assert target.started.wait(30)
+    cancelled = time.monotonic()
+    cancel.set()
+    wait_until(lambda: target.stopped_at is not None, 10, "the arm stopped")
+    print(f"\ncancel of the run -> the arm's stop {(target.stopped_at - cancelled) * 1000:.1f} ms")
+    thread.join(10)
+    assert not thread.is_alive() and ("result" in outcome or isinstance(outcome.get("error"), RemoteRuntimeError))

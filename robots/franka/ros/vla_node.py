@@ -33,6 +33,9 @@ class VlaClientNode(ManagedRuntimeNode):
     """The policy of one arm: configure connects to its runtime nodes, the server on the first run."""
 
     kind = "policy"
+    # Each chunk's lease on the arm node is renewed as the toolkit renews its `run`: the arm's lease, on the
+    # robot's clock, judges the whole chain.
+    relays_leases = True
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("vla_client", [
