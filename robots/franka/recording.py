@@ -4,7 +4,9 @@ each arm's measured state, the action it ran and every camera's picture, for tra
 When: while a call that may move the robot runs (every tool but the read-only ones and the common
 tools), but not while the toolkit takes the observation after it (the arm at rest); between calls the
 robot waits for its planner, and a policy trained on the stream should not learn to wait. Each sample
-names the calls it belongs to.
+names the calls it belongs to. A call's first sample is of its start, measured on the call's thread as
+it starts (the pictures follow when the sampler takes them), and the rate counts from there: a call
+shorter than a period (a home from home) is in the stream too.
 
 The clock is the robot's own (the first arm's franky state time): the rate is `hz` in the robot's time,
 as the policy's control steps are (robots.franka.policy.stream), also when franky-sim runs slower than the
@@ -90,6 +92,8 @@ class FrankaRecording:
         # Each streamed step as it went out, until sampled: every step is a sample of its own, also when the
         # cameras render slower than the steps come (a loaded machine): then a few steps share a picture.
         self._steps: deque[tuple[str, Commanded]] = deque()
+        # Each acting call's start as it was measured (robot time, arm entries, the calls acting), until sampled.
+        self._starts: deque[tuple[float, dict[str, Any], list[list[Any]]]] = deque()
         self._unlisten = [arm.commands.listen(self._listener(name)) for name, arm in self._arms.items()]
         self._t0: float | None = None
         self._last: float | None = None  # the robot time of the last sample
@@ -130,6 +134,18 @@ class FrankaRecording:
         except Exception:
             return None
 
+    def call_started(self) -> None:
+        """A call that may move the robot starts (on its thread, before its tool runs): its start is measured now,
+        and sampled with the pictures the sampler takes next."""
+        try:
+            now = self._clock_arm.clock_s()
+            arms = {name: self._arm_entry(name, arm) for name, arm in self._arms.items()}
+        except Exception:  # the stream is the record's business, never the call's: it runs on without it
+            log.debug("stream: a call's start could not be measured", exc_info=True)
+            return
+        self._starts.append((now, arms, [list(c) for c in self._acting()]))
+        self._wake.set()
+
     def _listener(self, arm: str) -> Callable[[Commanded], None]:
         def on_command(note: Commanded) -> None:
             if note.kind in ("velocity", "joint_target"):
@@ -147,6 +163,14 @@ class FrankaRecording:
             except Exception:  # the arm is gone: the run is ending
                 return
             self._wake.clear()
+            if self._starts:
+                start = self._starts.popleft()
+                try:
+                    self._sample(start[0], [], start)
+                except Exception:
+                    log.debug("stream: a sample failed", exc_info=True)
+                due = start[0] + self.period_s
+                continue
             if not self._acting() or self._paused:
                 due = None
                 self._steps.clear()
@@ -169,14 +193,17 @@ class FrankaRecording:
                 last_step = now
             due = now + self.period_s if due is None or now - due > self.period_s else due + self.period_s
 
-    def _sample(self, now: float, steps: list[tuple[str, Commanded]]) -> None:
+    def _sample(self, now: float, steps: list[tuple[str, Commanded]],
+                start: tuple[float, dict[str, Any], list[list[Any]]] | None = None) -> None:
         """One sample, or one per streamed step (each at the robot time it was due, with the state it was computed
-        from and the velocity it sent), all with the pictures taken now."""
-        calls = [list(c) for c in self._acting()]
+        from and the velocity it sent), or a call's `start` as measured then, all with the pictures taken now."""
+        if start is not None and self._last is not None and start[0] <= self._last:
+            return  # sampled since it started (another arm's call was acting): that sample names it
+        calls = start[2] if start is not None else [list(c) for c in self._acting()]
         if not calls:
             return  # the call ended since the loop looked
         pictures = {camera.name: self._pool.submit(camera.capture) for camera in self._cameras}
-        current = {name: self._arm_entry(name, arm) for name, arm in self._arms.items()}
+        current = start[1] if start is not None else {name: self._arm_entry(name, arm) for name, arm in self._arms.items()}
         samples = []
         for arm, note in steps or [("", None)]:
             at = now

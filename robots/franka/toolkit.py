@@ -58,6 +58,10 @@ class FrankaToolkit(Toolkit):
         if self.recording is not None:
             self.recording.close()
 
+    def _on_acting(self) -> None:
+        if self.recording is not None:
+            self.recording.call_started()
+
     def _halt_robot(self) -> list[str]:
         self.robot.stop_all()  # raises naming every device that did not take the stop
         return sorted(self.robot.arms)

@@ -274,6 +274,10 @@ class Toolkit:
     def _on_close(self) -> None:
         """Hook for robot toolkits (e.g. release per-run resources); the runtime is stopped elsewhere."""
 
+    def _on_acting(self) -> None:
+        """Hook for robot toolkits: a call that may move the robot starts now (it is in acting_calls);
+        runs on that call's thread before its tool does."""
+
     # ---- internals --------------------------------------------------------------------------
 
     def _enqueue(
@@ -337,9 +341,10 @@ class Toolkit:
     def _execute(self, call: ToolCall) -> ToolResult:
         """Run an admitted call (in its own thread, for CallLifecycle.run); never raises."""
         acting = call.tool is not None and not call.tool.readonly and call.name not in self._common
-        if acting:
-            self._acting[call.id] = call.name
         try:
+            if acting:
+                self._acting[call.id] = call.name
+                self._on_acting()
             return self._run(call)
         except Exception as exc:  # defensive: _run catches handler errors and logs the step itself
             log.exception("call %d (%s) failed inside the executor", call.id, call.name)

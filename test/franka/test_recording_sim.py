@@ -111,6 +111,19 @@ def test_a_pick_streams_every_robot_call_with_what_was_measured(runtime, tmp_pat
         assert np.abs(frames[first].astype(int) - frames[last].astype(int)).mean() > 1.5, camera
 
 
+def test_a_call_shorter_than_a_period_has_its_start_in_the_stream(runtime, tmp_path):
+    # A CI run lost the pick's first call (a home from home) from the stream: the sampler, idle between calls,
+    # looked again only a period later, and the call had ended by then. Each acting call's first sample is now of
+    # its start.
+    kit = recording_toolkit(runtime, tmp_path / "run")
+    for _ in range(6):
+        assert kit.execute_tool("home", {"speed_factor": 0.3}).error is None
+    kit.close(timeout=30)
+    stream = read_stream(tmp_path / "run")
+    assert sorted({s["calls"][0][0] for s in stream.samples}) == [1, 2, 3, 4, 5, 6]
+    assert all(b["t"] > a["t"] for a, b in zip(stream.samples, stream.samples[1:], strict=False))
+
+
 def test_each_policy_step_is_one_sample_holding_the_velocity_the_arm_was_sent(runtime, server, tmp_path):
     kit = recording_toolkit(runtime, tmp_path / "run")
     assert kit.execute_tool("home", {"speed_factor": 0.3}).error is None
