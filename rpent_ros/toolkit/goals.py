@@ -3,8 +3,9 @@ call in the toolkit's scheduler, its cancel, its feedback and its final status (
 
 No executor thread waits for a call. A goal is submitted to the toolkit the moment it is accepted, and
 goal requests are accepted one at a time in the order they arrived, so the toolkit's queue order is the
-order a client sent them in, and its result is sent from the call's done callback, when there is nothing left to wait for. Queued and running goals hold only their entry
-here, so cancels, services and new goals are always served. On the status topic a goal is ACCEPTED
+order a client sent them in; its result is sent from the call's done callback, when there is nothing
+left to wait for. Queued and running goals hold only their entry here, so cancels, services and new
+goals are always served. On the status topic a goal is ACCEPTED
 while its call waits in the queue and EXECUTING from the moment the call runs until it ends
 (rpent_ros/toolkit/goal_handles.py), as every stock client (rclpy, `ros2 action send_goal` and its Ctrl-C,
 rviz) expects; its feedback stage says the same in words.
