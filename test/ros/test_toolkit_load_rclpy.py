@@ -36,7 +36,6 @@ from .goals import GoalClient, wait_until  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(240)]
 HERE = Path(__file__).resolve().parent
-START = [0.3, 0.3, 0.2]  # the toy gripper's start
 FAR = {"x_m": 0.55, "y_m": 0.55}  # 0.37 m from the start: seconds at a slow speed
 NEAR = {"x_m": 0.3, "y_m": 0.3, "z_m": 0.2}
 
