@@ -102,18 +102,23 @@ def streamer_with_clock(ros):
     yield from serve(ros, StreamingWithClock())
 
 
-def start_streaming(proxy: RuntimeProxy, cancel: threading.Event) -> tuple[threading.Thread, dict[str, Any]]:
+def start_call(proxy: RuntimeProxy, method: str, cancel: threading.Event) -> tuple[threading.Thread, dict[str, Any]]:
+    """`method` called through `proxy` on a thread of its own; the outcome gets its result or its error."""
     outcome: dict[str, Any] = {}
 
     def call() -> None:
         try:
-            outcome["result"] = proxy.call("run_joint_steps", cancel=cancel)
+            outcome["result"] = proxy.call(method, cancel=cancel)
         except Exception as exc:
             outcome["error"] = exc
 
     thread = threading.Thread(target=call, daemon=True)
     thread.start()
     return thread, outcome
+
+
+def start_streaming(proxy: RuntimeProxy, cancel: threading.Event) -> tuple[threading.Thread, dict[str, Any]]:
+    return start_call(proxy, "run_joint_steps", cancel)
 
 
 def test_a_call_whose_caller_stops_renewing_is_stopped_within_the_lease(streamer, monkeypatch):
@@ -252,17 +257,7 @@ def relayed(ros):
 
 
 def start_run(proxy: RuntimeProxy, cancel: threading.Event | None = None) -> tuple[threading.Thread, dict[str, Any]]:
-    outcome: dict[str, Any] = {}
-
-    def call() -> None:
-        try:
-            outcome["result"] = proxy.call("run", cancel=cancel or threading.Event())
-        except Exception as exc:
-            outcome["error"] = exc
-
-    thread = threading.Thread(target=call, daemon=True)
-    thread.start()
-    return thread, outcome
+    return start_call(proxy, "run", cancel or threading.Event())
 
 
 def test_a_relayed_chunk_stops_on_the_robot_s_clock_when_the_supervisor_of_the_run_freezes(relayed, monkeypatch):
