@@ -26,8 +26,8 @@ dual_franka.launch.py use_sim:=true vla_endpoint:=...` and the stock `ros2 actio
 - the lease: the toolkit node and the vla_client_node each SIGSTOPped `--freezes` times mid-chunk, and the
   vla_client_node SIGKILLed once: the signal to the arm at rest, robot clock and wall (aim <= 300 ms).
 
-    MUJOCO_GL=egl python bench/bench_policy.py [--steps 240] [--trials 200] [--runtime-mode ros [--cancels 20]
-                                                                                  [--freezes 3]]
+    MUJOCO_GL=egl python bench/bench_policy.py [--steps 240] [--trials 200] [--round-trips 1600]
+                                               [--runtime-mode ros [--cancels 20] [--freezes 3]]
 """
 
 from __future__ import annotations
@@ -128,7 +128,7 @@ def in_process(args: argparse.Namespace) -> None:
                 obs = droid.observation(exterior, wrist, arm.state().joints, 0.0, "bench")
                 observe.append(time.perf_counter() - start)
             print(f"{'observation build (2 renders)':<40} {ms(observe)}")
-            times = round_trips(server, policy.client, obs, args.trials)
+            times = round_trips(server, policy.client, obs, args.round_trips)
             ratio = statistics.median(times["ours"]) / statistics.median(times["bare"])
             print(f"{'inference round trip, our client':<40} {ms(times['ours'])}")
             print(f"{'inference round trip, bare openpi-client':<40} {ms(times['bare'])}   ratio {ratio:.3f} (aim <= 1.1)")
@@ -200,29 +200,30 @@ def nodding_at_speed(server: ScriptedPolicyServer, record, asked: int) -> None:
     wait_until(lambda: record.turning("right", NOD_JOINT, since, 0.2), 120, "the right arm nodding at speed")
 
 
-def at_rest(record, since: float, launch=None) -> tuple[float, float]:
+def at_rest(record, since: float, launch=None) -> tuple[float, float] | None:
     """(robot s, wall s) from the wall-clock moment `since` until the right arm is at rest; with `launch`, once
-    it has ended (a killed node ends it), judged on the whole record."""
+    it has ended (a killed node ends it), judged on the whole record: None if the launch stopped the
+    simulator before its record showed the arm at rest (the ROS launch test fails then; a bench says so)."""
     from ros.goals import wait_until
 
     if launch is not None:
         launch.wait_exit(60)
-        rest = record.rest_after("right", since, ended=True)
-        if rest is None:
-            raise AssertionError("the right arm was not at rest when the launch ended")
-        return rest
+        return record.rest_after("right", since, ended=True)
     wait_until(lambda: record.rest_after("right", since) is not None, 60, "the right arm at rest")
     return record.rest_after("right", since)
 
 
 class BareAlongside:
     """Bare openpi-client's round trips while the vla_client_node runs the policy, measured as the node's are:
-    from a process of its own (bench/bare_openpi_peer.py, as a lab's own DROID script runs it), once per
-    node inference, so that its connection idles between calls as the node's does, against a scripted server
-    of its own in this process beside the node's. Each call goes out PEER_DELAY_S after the node's
-    observation reached its server: once the node has its reply, while the arm starts the chunk (a busier
-    moment than the node's own call, between chunks: the ratio does not flatter the node). The node's round
-    trips are timed in the node, around its client's infer."""
+    from a process of its own (bench/bare_openpi_peer.py, as a lab's own DROID script runs it) in the
+    launch's session (see Launch: with the launch in a session of its own, the peer had as large a share of
+    the CPU as the whole launch, simulator included, and the node's round trip read 1.49x bare's where
+    it reads 0.84-1.09x in one session), once per node inference, so that its connection idles between
+    calls as the node's does, against a scripted server of its own in this process beside the node's. Each
+    call goes out PEER_DELAY_S after the node's observation reached its server: once the node has its
+    reply, while the arm starts the chunk (a busier moment than the node's own call, between chunks: the
+    ratio does not flatter the node). The node's round trips are timed in the node, around its client's
+    infer."""
 
     PEER_DELAY_S = 0.05
 
@@ -348,7 +349,7 @@ def under_ros(args: argparse.Namespace) -> None:
         record = JointRecord(Path(tmp) / "joints.jsonl")
         launch = Launch("dual_franka.launch.py", "use_sim:=true", f"sim_hosts:={','.join(free_sim_hosts(200, 224, 2))}",
                         f"vla_endpoint:={server.endpoint}", f"output_dir:={tmp}/run", f"sim_joint_record:={record.path}",
-                        log=Path(tmp) / "launch.log", env=environment())
+                        log=Path(tmp) / "launch.log", env=environment(), own_session=False)
         try:
             launch.wait_for("tools served", 240)
             with BareAlongside(server, Path(tmp)) as alongside:
@@ -377,6 +378,7 @@ def under_ros(args: argparse.Namespace) -> None:
 
             # The supervisor frozen or killed while the arm nods: its lease lapses, the arm node stops the arm.
             lapses: dict[str, list[tuple[float, float]]] = {}
+            unjudged: dict[str, int] = {}  # the launch stopped the simulator before the arm was seen at rest
             for who, sent in [("toolkit", signal.SIGSTOP)] * args.freezes + [("vla_right", signal.SIGSTOP)] * \
                     args.freezes + [("vla_right", signal.SIGKILL)]:
                 cli = nodding(server, record)
@@ -384,11 +386,16 @@ def under_ros(args: argparse.Namespace) -> None:
                 os.kill(pid, sent)
                 try:
                     # The launch ends with a killed node (end_when_one_dies), the simulator with it.
-                    robot_s, wall_s = at_rest(record, frozen, launch if sent == signal.SIGKILL else None)
+                    rest = at_rest(record, frozen, launch if sent == signal.SIGKILL else None)
                 finally:
                     if sent == signal.SIGSTOP:
                         os.kill(pid, signal.SIGCONT)
-                lapses.setdefault(f"{who} {signal.Signals(sent).name}", []).append((robot_s * 1000, wall_s * 1000))
+                case = f"{who} {signal.Signals(sent).name}"
+                lapses.setdefault(case, [])
+                if rest is None:
+                    unjudged[case] = unjudged.get(case, 0) + 1
+                else:
+                    lapses[case].append((rest[0] * 1000, rest[1] * 1000))
                 cli.finished(120)
         except BaseException:
             print(f"the launch's output (last 20000 characters):\n{launch.text()[-20000:]}", file=sys.stderr)
@@ -423,14 +430,19 @@ def under_ros(args: argparse.Namespace) -> None:
               "included)")
         print(f"{'Ctrl-C -> arm at rest (robot clock)':<40} {spread(rest_s)}   (nodding at 0.3 rad/s)")
         for who, times in lapses.items():
+            missed = (f"; {unjudged[who]} more not judged: the launch stopped the simulator before its record showed "
+                      "the arm at rest") if who in unjudged else ""
             print(f"{who + ' -> arm at rest':<40} robot clock {spread([r for r, _ in times])}; "
-                  f"wall {spread([w for _, w in times])}   (aim <= 300 ms)")
+                  f"wall {spread([w for _, w in times])}   (aim <= 300 ms{missed})")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=240)
-    parser.add_argument("--trials", type=int, default=200)
+    parser.add_argument("--trials", type=int, default=200, help="per-step checks timed (and observations: 1 in 20)")
+    # 200 pairs read 0.98-1.14 across five runs of the same code (the median of 25 pairs a connection, and
+    # connections differ); 1600 read 0.98-0.99 in three.
+    parser.add_argument("--round-trips", type=int, default=1600, help="in process: inference round trip pairs timed")
     parser.add_argument("--runtime-mode", choices=("inprocess", "ros"), default="inprocess")
     parser.add_argument("--cancels", type=int, default=20, help="ros: Ctrl-C presses timed")
     parser.add_argument("--freezes", type=int, default=3, help="ros: SIGSTOPs of the toolkit and of the vla_client_node")

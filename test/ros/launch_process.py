@@ -39,14 +39,20 @@ def make_keystore(directory: Path, *extra: str) -> Path:
 
 
 class Launch:
-    """`ros2 launch rpent <file> args...` in its own process group, its output in `log`."""
+    """`ros2 launch rpent <file> args...` in its own process group, its output in `log`.
+
+    It runs in a session of its own unless `own_session` is False. Linux's scheduler groups a session's
+    processes (autogroup): a launch in its own session shares the CPU with this process as one task
+    would, whatever it runs. A benchmark that compares a launch's node with a process of its own needs
+    both in one group, or it measures the grouping."""
 
     def __init__(self, launch_file: str, *args: str, log: Path, env: Mapping[str, str],
-                 prefix: Sequence[str] = ()) -> None:
+                 prefix: Sequence[str] = (), own_session: bool = True) -> None:
         self.log = log
+        group = {"start_new_session": True} if own_session else {"process_group": 0}
         self.proc = subprocess.Popen([*prefix, "ros2", "launch", "rpent", launch_file, *args], env=dict(env),
                                      stdout=open(log, "wb"), stderr=subprocess.STDOUT,  # noqa: SIM115
-                                     start_new_session=True)
+                                     **group)
 
     def text(self) -> str:
         return self.log.read_text(errors="replace")
