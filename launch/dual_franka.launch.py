@@ -47,22 +47,7 @@ ARGUMENTS = [
     ("output_dir", "", "where the toolkit node writes the run record (default runs/<robot>-<time>)"),
     ("rviz", "false", "true: start rviz2 with config/rpent.rviz (both arms drawn from /<arm>/robot_description)"),
     ("urdf", "", "FR3 URDF for rviz (default: the one franky-sim ships; for package:// meshes, your franka_description)"),
-    ("left_base_xyz", "", "where the left arm's base sits in `world`, e.g. '[0.0, 0.25, 0.0]' (default: franky-sim's)"),
-    ("right_base_xyz", "", "where the right arm's base sits in `world` (default: franky-sim's)"),
-    ("left_base_rpy", "", "roll, pitch, yaw of the left arm's base in `world` (default: [0, 0, 0])"),
-    ("right_base_rpy", "", "roll, pitch, yaw of the right arm's base in `world` (default: [0, 0, 0])"),
 ]
-
-
-def _placement(get, arm):
-    """Arm node parameters placing the arm for rviz; launch arguments are YAML, so '[0, 0.25, 0]' is a list."""
-    import yaml
-
-    params = {"urdf": get("urdf")} if get("urdf") else {}
-    for key in ("base_xyz", "base_rpy"):
-        if get(f"{arm}_{key}"):
-            params[key] = yaml.safe_load(get(f"{arm}_{key}"))
-    return params
 
 
 def _sim_hosts(get, arms):
@@ -94,8 +79,7 @@ def _nodes(get):
             if part.protocol not in ("arm", "gripper"):
                 return {}
             params = {**({"ip": ips[part.name]} if part.name in ips else {}), **safety}
-            if part.protocol == "arm":
-                return {**params, **_placement(get, part.name)}
+            # An arm's placement is the deployment YAML's (robots.franka.components), where the toolkit puts it too.
             return {**params, **({"urdf": get("urdf")} if get("urdf") else {})}
 
         nodes += runtime_node_actions(get, parts, deployment)

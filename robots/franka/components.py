@@ -28,11 +28,15 @@ def runtime_nodes(franka: FrankaConfig, args: argparse.Namespace, config_file: P
                              {"name": cam.name, "config": str(config_file.resolve())})
         for cam in franka.cameras
     ]
+    sim = getattr(args, "sim", False)
     for arm in franka.arms:
-        realtime = "auto" if arm.realtime is None or getattr(args, "sim", False) else ("enforce" if arm.realtime else "ignore")
+        realtime = "auto" if arm.realtime is None or sim else ("enforce" if arm.realtime else "ignore")
+        # The arm node's envelope checks the table and the keep-out zones with the arm where the toolkit's
+        # does: at the YAML's base_xyz_m, or with --sim where the simulator puts it (the node's default).
+        placement = {} if sim else {"base_xyz": list(arm.base_xyz_m)}
         parts.append(RuntimeNodeComponent(arm.name, "arm", "franka_arm_node", f"arm_{arm.name}",
                                           {"name": arm.name, "ip": arm.host, "dynamics_factor": arm.dynamics_factor,
-                                           "realtime": realtime}))
+                                           "realtime": realtime, **placement}))
         if arm.gripper:
             parts.append(RuntimeNodeComponent(arm.name, "gripper", "franka_gripper_node", f"gripper_{arm.name}",
                                               {"name": arm.name, "ip": arm.host}))
@@ -65,14 +69,19 @@ def _policies(franka: FrankaConfig, parts: list[RuntimeNodeComponent], config_fi
 
 
 def _sim_cameras(franka: FrankaConfig) -> list[RuntimeNodeComponent]:
-    from robots.franka.sim.simulator import SimScene
-
-    scene = SimScene() if len(franka.arms) == 1 else SimScene.dual()
+    scene = _sim_scene(franka)
     node = {"arms": len(franka.arms), "arm_names": [a.name for a in franka.arms],
             "camera_width": franka.sim_camera_width, "camera_height": franka.sim_camera_height}
     names = [c.name for c in scene.cameras] + [c.name for c in scene.wrist_cameras]  # the in-process order
     # franka_sim_node is a plain node: the simulator and its cameras serve from its start.
     return [RuntimeNodeComponent(name, "camera", "franka_sim_node", "franka_sim", node, managed=False) for name in names]
+
+
+def _sim_scene(franka: FrankaConfig) -> Any:
+    """The scene franka_sim_node simulates for these arms."""
+    from robots.franka.sim.simulator import SimScene
+
+    return SimScene() if len(franka.arms) == 1 else SimScene.dual()
 
 
 def runtime_from_nodes(config: RunConfig, parts: Sequence[tuple[RuntimeNodeComponent, Any]], *,
@@ -84,6 +93,9 @@ def runtime_from_nodes(config: RunConfig, parts: Sequence[tuple[RuntimeNodeCompo
     franka: FrankaConfig = config.options["franka"]
     safety = franka.safety()
     arm_configs = {a.name: a for a in franka.arms}
+    if config.options["sim"]:  # the simulated scene is the truth of where each arm stands, as in process
+        arm_configs = {a.name: a.model_copy(update={"base_xyz_m": position})
+                       for a, position in zip(franka.arms, _sim_scene(franka).arm_positions, strict=True)}
     runtime = FrankaRuntime(arms={}, grippers={}, cameras=[], arm_configs=arm_configs, safety=safety)
     runtime.video_fps = config.options.get("video_fps", 0.0)
     runtime.approval = approval  # motions that need approval ask here (the dashboard node's operator)

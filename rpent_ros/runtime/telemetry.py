@@ -19,7 +19,7 @@ from tf2_msgs.msg import TFMessage
 from visualization_msgs.msg import Marker, MarkerArray
 
 from rpent.runtime.camera import CameraFrame
-from rpent.runtime.types import ArmState, quat_from_matrix, quat_from_rpy
+from rpent.runtime.types import ArmState, quat_from_matrix
 from rpent_ros.runtime.camera_topics import (
     CalibrationFields,
     CameraPlacement,
@@ -100,7 +100,6 @@ class ArmTelemetry:
         description: ArmModel | None = None,
         *,
         base_xyz: Sequence[float] = (0.0, 0.0, 0.0),
-        base_rpy: Sequence[float] = (0.0, 0.0, 0.0),
         world_frame: str = "world",
         static: bool = True,
     ) -> None:
@@ -112,7 +111,7 @@ class ArmTelemetry:
         if not static:
             return
         stamp = node.get_clock().now().to_msg()
-        base = _transform_msg(stamp, world_frame, f"{prefix}_link0", base_xyz, quat_from_rpy(*base_rpy))
+        base = _transform_msg(stamp, world_frame, f"{prefix}_link0", base_xyz, (0.0, 0.0, 0.0, 1.0))
         fixed = [] if description is None else description.transforms({}, moving_only=False)
         self.tf_static = node.create_publisher(TFMessage, "/tf_static", LATCHED)
         self.tf_static.publish(TFMessage(transforms=[

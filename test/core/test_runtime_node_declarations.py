@@ -50,6 +50,23 @@ def test_real_cameras_and_arms_are_the_ones_the_deployment_yaml_names(tmp_path):
     # A camera node reads device, calibration and mount from the same YAML entry; arms get their FCI host.
     assert by_node["camera_side"] == {"name": "side", "config": str(config.resolve())}
     assert by_node["arm_right"]["ip"] == "10.0.1.2"
+    # The arm node's own envelope checks the table and keep-out zones with the arm where the YAML places it,
+    # as the toolkit's does (and rviz draws it there).
+    assert (by_node["arm_left"]["base_xyz"], by_node["arm_right"]["base_xyz"]) == ([0.0, 0.3, 0.0], [0.0, -0.3, 0.0])
+
+
+def test_with_sim_the_toolkit_and_the_arm_nodes_place_each_arm_where_the_simulator_puts_it(tmp_path):
+    from robots.franka.sim.simulator import SimScene
+
+    spec, args = _flags("dual_franka", "--sim", "--config", str(_deployment(tmp_path)), "--output-dir",
+                        str(tmp_path / "run"))
+    parts = spec.runtime_nodes(args)
+    # The arm node's default placement is the scene's (robots.franka.ros.description.base_xyz_for).
+    assert [dict(p.parameters).get("base_xyz") for p in parts if p.protocol == "arm"] == [None, None]
+    runtime = spec.runtime_from_nodes(spec.parse_config(args), [(p, _Proxy(p.name)) for p in parts],
+                                      events=NullEventSink())["runtime"]
+    placed = tuple(tuple(runtime.arm(name).envelope.base_xyz_m) for name in ("left", "right"))
+    assert placed == SimScene.dual().arm_positions != ((0.0, 0.3, 0.0), (0.0, -0.3, 0.0))  # not the YAML's
 
 
 def test_with_sim_every_camera_is_served_by_the_simulator_node_and_covers_the_dashboard_views():

@@ -36,7 +36,7 @@ from robots.franka.ros.arm_node import FrankaArmNode  # noqa: E402
 from robots.franka.ros.description import UrdfError, load_arm_description  # noqa: E402
 from robots.franka.ros.gripper_node import FrankaGripperNode  # noqa: E402
 from rpent.runtime.arm import MotionRefused  # noqa: E402
-from rpent.runtime.types import Pose, quat_from_matrix  # noqa: E402
+from rpent.runtime.types import ArmState, Pose, quat_from_matrix  # noqa: E402
 from rpent_ros.runtime.telemetry import TF_STATIC_LISTENER  # noqa: E402
 
 from .managed import activated  # noqa: E402
@@ -197,6 +197,33 @@ def test_toolkit_node_with_the_arm_inside_publishes_the_same_model_and_frames(ro
     zones = {zone.name for zone in arm.envelope.keep_out}
     assert zones and {(m.ns, m.id) for m in rviz.zones[-1].markers} == {(z, i) for z in zones for i in (0, 1)}
     assert {m.header.frame_id for m in rviz.zones[-1].markers} == {"world"}
+
+
+class _PlacedArm:
+    """An arm of a deployment YAML placing it at `base_xyz_m`, standing at home (no robot needed)."""
+
+    def __init__(self, base_xyz_m: tuple[float, float, float]) -> None:
+        from robots.franka.safety import SafetyEnvelope
+
+        self.envelope = SafetyEnvelope(arm_name="left", base_xyz_m=base_xyz_m)
+
+    def state(self) -> ArmState:
+        joints = (0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785)
+        return ArmState(pose=self.envelope.tcp_pose(joints), joints=joints)
+
+
+def test_a_toolkit_node_with_real_arms_inside_draws_each_where_its_envelope_places_it(ros) -> None:
+    from robots.franka.ros.inprocess import start_inprocess_telemetry
+
+    class Runtime:  # the deployment YAML's left arm at y 0.3 (franky-sim's left arm stands at 0.25)
+        arms = {"left": _PlacedArm((0.0, 0.3, 0.0))}
+
+    node = ros(Node("toolkit"))
+    rviz = RvizStandIn(ros(Node("rviz_stand_in")), "/left/robot_description")
+    assert start_inprocess_telemetry(node, Runtime(), rate_hz=10.0) == 1
+    rviz.wait_for(lambda: "left_link0" in rviz.static, "world -> left_link0")
+    parent, base = rviz.static["left_link0"]
+    assert parent == "world" and np.allclose(base[:3, 3], (0.0, 0.3, 0.0)) and np.allclose(base[:3, :3], np.eye(3))
 
 
 def _safety_file(path, zones: list[dict]) -> str:

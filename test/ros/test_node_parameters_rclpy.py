@@ -83,9 +83,10 @@ def test_values_a_launch_file_writes_as_integers_are_taken_for_numbers(ros):
     (("publish_rate_hz", -5.0), "parameter publish_rate_hz: must be a number from 0.1 to 1000, got -5.0"),
     (("publish_rate_hz", "fast"), "parameter publish_rate_hz: must be a number from 0.1 to 1000, got 'fast'"),
     (("dynamics_factor", 2.0), "parameter dynamics_factor: must be a number from 0.01 to 1, got 2.0"),
-    (("base_rpy", [0.0, 0.1]), "parameter base_rpy: must be a list of 3 numbers, got [0.0, 0.1]"),
+    # An arm's base stands unrotated (the envelope's world-frame checks take it so): no rotation is taken.
+    (("base_rpy", [0.0, 0.0, 1.57]), "parameter base_rpy: not a parameter of node franka_arm (it takes: base_xyz,"),
     (("ip", 7), "parameter ip: must be text, got 7"),
-    (("publish_rate", 5.0), "parameter publish_rate: not a parameter of node franka_arm (it takes: base_rpy, base_xyz,"),
+    (("publish_rate", 5.0), "parameter publish_rate: not a parameter of node franka_arm (it takes: base_xyz,"),
 ])
 def test_a_bad_value_or_an_unknown_name_is_refused_naming_the_parameter_and_its_rule(ros, override, message):
     with pytest.raises(ConfigError) as refused:

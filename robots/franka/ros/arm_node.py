@@ -3,14 +3,17 @@
     ros2 run rpent franka_arm_node --ros-args -r __node:=arm_left -p name:=left -p ip:=127.0.0.1
     ros2 lifecycle set /arm_left configure && ros2 lifecycle set /arm_left activate
     ros2 run rpent franka_arm_node --ros-args -p name:=left -p ip:=172.16.0.2 \
-        -p urdf:=/path/fr3.urdf -p base_xyz:="[0.0, 0.3, 0.0]" -p base_rpy:="[0.0, 0.0, 0.0]"
+        -p urdf:=/path/fr3.urdf -p base_xyz:="[0.0, 0.3, 0.0]"
 
 Managed (rpent_ros.runtime.managed_node): it starts unconfigured; configure connects, activate admits
 motions, deactivate stops them and refuses new ones, cleanup disconnects. It publishes its health
 on /diagnostics, latches the arm's URDF on `/<name>/robot_description` and publishes TF for every
-link (`world -> <name>_link0` from `base_xyz`/`base_rpy`) and /joint_states, and latches the safety
+link (`world -> <name>_link0` from `base_xyz`) and /joint_states, and latches the safety
 file's keep-out zones for this arm on /keep_out_zones (MarkerArray, in `world_frame`). The envelope
-places the arm at `base_xyz` too, for the checks in the world frame (the table, the zones).
+places the arm at `base_xyz` too, for the checks in the world frame (the table, the zones). A launch
+sets `base_xyz` from the deployment YAML's `base_xyz_m`, where the toolkit places the arm as well. An
+arm's base stands unrotated in the world: the envelope, the arm clearance and the camera frames all
+take it so (docs/franka-safety.md), so there is no rotation to give.
 """
 
 from __future__ import annotations
@@ -49,7 +52,6 @@ class FrankaArmNode(ManagedRuntimeNode):
                   "(franky's relative dynamics factor)", low=0.01, high=1.0),
             Param("base_xyz", None, "where the arm's base sits in world_frame, metres (default: franky-sim's "
                   "placement for this arm name)", kind="float[]", length=3),
-            Param("base_rpy", [0.0, 0.0, 0.0], "roll, pitch, yaw of the arm's base in world_frame, radians", length=3),
             Param("world_frame", "world", "TF frame the arm's base is placed in"),
             Param("realtime", "auto", "franky's real-time scheduling: auto enforces it on a real arm (ip not on "
                   "loopback); ignore risks communication reflexes without a real-time kernel",
@@ -61,7 +63,7 @@ class FrankaArmNode(ManagedRuntimeNode):
         # (table, keep-out zones) place the arm where rviz does.
         self.envelope = safety_envelope(p["safety_file"], self.runtime_name, base_xyz_m=base_xyz)
         self.telemetry = ArmTelemetry(self, self.runtime_name, description_or_none(self, self.runtime_name, p["urdf"]),
-                                      base_xyz=base_xyz, base_rpy=p["base_rpy"], world_frame=p["world_frame"])
+                                      base_xyz=base_xyz, world_frame=p["world_frame"])
         latch_zone_markers(self, zone_markers(self.envelope.keep_out), p["world_frame"])
 
     def connect(self) -> Any:

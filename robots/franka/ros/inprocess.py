@@ -32,7 +32,10 @@ def start_inprocess_telemetry(node: Any, runtime: Any, rate_hz: float, camera_ra
     zones = {zone.name: zone for arm in arms.values() for zone in getattr(getattr(arm, "envelope", None), "keep_out", ())}
     latch_zone_markers(node, zone_markers(zones.values()), "world")
     for name, arm in arms.items():
-        telemetry = ArmTelemetry(node, name, description_or_none(node, name), base_xyz=base_xyz_for(name))
+        # Drawn where its envelope places it for the world-frame checks (the YAML's base_xyz_m, or the scene's).
+        envelope = getattr(arm, "envelope", None)
+        base_xyz = base_xyz_for(name) if envelope is None else tuple(float(v) for v in envelope.base_xyz_m)
+        telemetry = ArmTelemetry(node, name, description_or_none(node, name), base_xyz=base_xyz)
         every(node, rate_hz, lambda arm=arm, telemetry=telemetry: telemetry.publish(arm.state()))
         if name in grippers:
             gripper = grippers[name]
