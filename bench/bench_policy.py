@@ -441,7 +441,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=240)
     parser.add_argument("--trials", type=int, default=200, help="per-step checks timed (and observations: 1 in 20)")
     # 200 pairs read 0.98-1.14 across five runs of the same code (the median of 25 pairs a connection, and
-    # connections differ); 1600 read 0.98-0.99 in three.
+    # connections differ); 1600 read 0.97-1.02 in six.
     parser.add_argument("--round-trips", type=int, default=1600, help="in process: inference round trip pairs timed")
     parser.add_argument("--runtime-mode", choices=("inprocess", "ros"), default="inprocess")
     parser.add_argument("--cancels", type=int, default=20, help="ros: Ctrl-C presses timed")

@@ -42,9 +42,9 @@ class Launch:
     """`ros2 launch rpent <file> args...` in its own process group, its output in `log`.
 
     It runs in a session of its own unless `own_session` is False. Linux's scheduler groups a session's
-    processes (autogroup): a launch in its own session shares the CPU with this process as one task
-    would, whatever it runs. A benchmark that compares a launch's node with a process of its own needs
-    both in one group, or it measures the grouping."""
+    processes (autogroup): a launch in a session of its own gets one session's share of the CPU beside
+    this process's session, however many processes it runs. A benchmark that compares a launch's node
+    with a process of its own needs both in one session, or it measures the grouping."""
 
     def __init__(self, launch_file: str, *args: str, log: Path, env: Mapping[str, str],
                  prefix: Sequence[str] = (), own_session: bool = True) -> None:
