@@ -18,8 +18,10 @@ from rclpy.action import ActionClient
 
 class ThreadSafeActionClient(ActionClient):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+        # Before rclpy's constructor: it ends by registering the client with its node, and an executor
+        # spinning that node may hand it a message at once (every goal status the server publishes).
         self._filing = threading.Lock()
+        super().__init__(*args, **kwargs)
 
     def send_goal_async(self, *args: Any, **kwargs: Any) -> Any:
         with self._filing:
