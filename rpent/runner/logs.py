@@ -82,7 +82,7 @@ class ProgressSink:
         self.started = time.monotonic()
 
     def publish(self, kind: str, payload: dict[str, Any]) -> None:
-        if kind == "tool_finished":
+        if kind == "tool_finished" and not payload.get("refused"):  # a refusal has its own warning line
             unmet = [name for name, value in (payload.get("outcome") or {}).items() if not value]
             status = payload.get("status") or call_status(payload.get("error"), unmet)
             # A call that ran but did not do what it was asked (a grasp that closed on nothing) stands out.

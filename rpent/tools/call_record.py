@@ -90,8 +90,10 @@ class CallRecord:
         return [str(p) for p in paths]
 
     def after_run(self, call: ToolCall, result: ToolResult, started: float, ended: float, arguments: Any,
-                  clip: str, text: str | None) -> None:
-        """Write the step record and tell the dashboard (only when either is on); never raises."""
+                  clip: str, text: str | None, *, refused: bool = False) -> None:
+        """Write the step record and tell the dashboard (only when either is on); never raises. `refused`: the
+        call never ran (its tool_finished says so, and the console's progress line leaves it to the
+        refusal's own warning)."""
         self.log_step(call, result, started, ended, arguments, text)
         if not self.events_on:
             return
@@ -117,6 +119,7 @@ class CallRecord:
                     "images": result.image_paths,
                     "image_names": image_labels(result.image_names, len(result.image_paths)),
                     "clip": str(clip_path) if clip_path else None,
+                    "refused": refused,
                 },
             )
         except Exception:  # the step is logged; the dashboard must never break the robot loop

@@ -50,7 +50,7 @@ class CallLifecycle:
 
     def refuse(self, call: ToolCall, error: str) -> None:
         """End a call that never ran with `error` (bad arguments, a closed toolkit, a cancel in line)."""
-        # A refused call never reaches tool_finished (nor the progress line): say so on the console.
+        # A refused call has no progress line (its tool_finished says refused): say so on the console.
         log.warning("call %d (%s) refused: %s", call.id, utf8_text(call.name), utf8_text(error))
         result = ToolResult(error=error)
         self._on_refused(call, result)

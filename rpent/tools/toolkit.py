@@ -332,7 +332,9 @@ class Toolkit:
 
     def _log_refusal(self, call: ToolCall, result: ToolResult) -> None:
         now = time.time()
-        self._record.log_step(call, result, now, now)
+        # The dashboard's timeline shows it as steps.jsonl does (the input as given: it never validated), so
+        # an operator sees why the planner tries again. It never ran: no tool_started, no clip.
+        self._record.after_run(call, result, now, now, call.arguments, "", None, refused=True)
 
     def acting_calls(self) -> list[tuple[int, str]]:
         """(call id, tool) of every call that may move the robot (not read-only) running now, by id."""

@@ -127,6 +127,35 @@ def test_a_queued_call_cancelled_before_it_started_is_cancelled_in_its_step_line
     assert steps["close_fingers"]["status"] == "ok" and steps["close_fingers"]["cancelled"] is False
 
 
+def test_a_refused_call_reaches_the_dashboard_timeline_and_the_console_once(tmp_path, caplog, progress):
+    """A call refused before it ran (bad input here; a latched stop, a closed toolkit) is in the dashboard's
+    timeline with its one line, as in steps.jsonl: an operator sees why the planner tries again."""
+    from rpent.dashboard.state import DashboardState
+
+    events = RecordingEventSink()
+    kit = SlowObservation(output_dir=tmp_path, dashboard_events=FanOutSink(progress, events))
+    result = kit.execute_tool("close_fingers", {"holds": "maybe"})
+    kit.execute_tool("open_fingers", {})
+    kit.close()
+    assert result.error is not None and "holds" in result.error
+    [step, _] = read_steps(tmp_path / "steps.jsonl")
+    assert step["status"] == "error" and step["error"] == result.error
+    assert [k for k, _ in events.events if k.startswith("tool_")] == ["tool_finished", "tool_started", "tool_finished"]
+    refused = events.events[0][1]
+    assert refused["refused"] is True and refused["arguments"] == {"holds": "maybe"}
+    assert refused["status_text"] == f"error: {result.error}"
+    state = DashboardState("toy", [])
+    state.apply("task_started", {"task_id": "t1"})
+    for kind, payload in events.events:
+        state.apply(kind, {**payload, "task_id": "t1"})
+    assert [(r["tool"], r["status"], r["error"]) for r in state.task["timeline"]] == [
+        ("close_fingers", "error", result.error), ("open_fingers", "ok", None)]
+    # The console said it once, as the refusal's warning; the progress line is for calls that ran.
+    assert [line for line in _lines(caplog) if "close_fingers" in line] == []
+    assert [r.getMessage() for r in caplog.records if "close_fingers" in r.getMessage()] == [
+        f"call 1 (close_fingers) refused: {result.error}"]
+
+
 def test_a_recorded_recipe_expects_what_the_recorded_call_reported(tmp_path):
     kit = SlowObservation(output_dir=tmp_path)
     kit.execute_tool("close_fingers", {"holds": False})
