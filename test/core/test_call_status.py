@@ -141,7 +141,7 @@ def test_a_refused_call_reaches_the_dashboard_timeline_and_the_console_once(tmp_
     [step, _] = read_steps(tmp_path / "steps.jsonl")
     assert step["status"] == "error" and step["error"] == result.error
     assert [k for k, _ in events.events if k.startswith("tool_")] == ["tool_finished", "tool_started", "tool_finished"]
-    refused = events.events[0][1]
+    refused = next(p for k, p in events.events if k == "tool_finished")
     assert refused["refused"] is True and refused["arguments"] == {"holds": "maybe"}
     assert refused["status_text"] == f"error: {result.error}"
     state = DashboardState("toy", [])
