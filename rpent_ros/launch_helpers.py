@@ -143,6 +143,12 @@ def describe(arguments: Sequence[Argument], nodes: Callable[[Callable[[str], str
         def get(name: str) -> str:
             return LaunchConfiguration(name).perform(context)
 
+        # `ros2 launch` passes any name:=value on as a configuration: a typo would be ignored unseen.
+        unknown = sorted(set(context.launch_configurations) - {d.name for d in declared})
+        if unknown:
+            raise ValueError(f"launch argument {unknown[0]}: not an argument of this launch file (`ros2 launch "
+                             "rpent <file> --show-args` lists them)")
+
         graph = Graph.from_arguments(get)
         entities = nodes(get)
         # Every enclave before any process starts: a missing one names its file, nothing runs unsecured.

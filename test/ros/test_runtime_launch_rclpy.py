@@ -71,3 +71,18 @@ def test_runtime_mode_ros_for_a_robot_that_declares_no_runtime_nodes_is_refused_
     spec = load_robot("toy").get_robot_spec()
     with pytest.raises(ConfigError, match=r"parameter runtime_mode: 'ros' needs runtime nodes, and robot 'toy' declares none"):
         declared_parts(spec, run_option_parser(spec).parse_args(["--robot", "toy"]))
+
+
+@pytest.mark.parametrize("launch_file", ["dual_franka.launch.py", "franka.launch.py"])
+def test_an_argument_the_launch_file_does_not_take_is_refused_naming_it(launch_file):
+    """`ros2 launch` passes any `name:=value` on as a configuration: a typo, or an argument a release
+    dropped (dual_franka's left_base_xyz: an arm stands where its YAML puts it), would be ignored unseen."""
+    from launch import LaunchContext
+
+    *declared, build = _launch_file(launch_file).generate_launch_description().entities
+    context = LaunchContext()
+    for argument in declared:
+        argument.execute(context)  # the defaults, as the launch sets them before building
+    context.launch_configurations["left_base_xyz"] = "[0.0, 0.3, 0.0]"
+    with pytest.raises(ValueError, match=r"^launch argument left_base_xyz: not an argument of this launch file "):
+        build.execute(context)
